@@ -1,0 +1,25 @@
+/**
+ * What the job workflow tells one node for one round: everything a node needs to compute the
+ * torchrun environment of its workers. Pure data; workflow code builds it.
+ */
+export interface RoundAssignment {
+  jobId: string;
+  round: number;
+  nodeId: string;
+  role: string;
+  groupRank: number;
+  groupWorldSize: number;
+  /** Global rank of this node's local rank 0: sum of the local world sizes of lower group ranks. */
+  rankOffset: number;
+  localWorldSize: number;
+  worldSize: number;
+  masterAddr: string;
+  masterPort: number;
+  /** Job-wide failure restarts so far (membership changes do not raise it). */
+  restartCount: number;
+  maxRestarts: number;
+  /** Checkpoint directory shared by the job's nodes, when the job has one. */
+  checkpointDir?: string;
+  /** The checkpoint workers resume from, when one was found. */
+  resumeFrom?: string;
+}

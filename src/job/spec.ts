@@ -1,0 +1,99 @@
+/**
+ * The job spec and the messages a job accepts, as zod schemas. Types are inferred from the
+ * schemas, so what is validated and what is typed can never drift apart. This module is pure
+ * (no Node built-ins) because workflow code imports it.
+ */
+import { z } from 'zod';
+
+const id = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]*$/, 'letters, digits and . _ : @ - only');
+
+const ms = z.number().int().positive();
+
+/** What every worker process runs: `$PYTHON_EXEC -u [-m] script args…`, or the script itself. */
+export const entrypointSchema = z.object({
+  script: z.string().min(1),
+  args: z.array(z.string()),
+  module: z.boolean().default(false),
+  noPython: z.boolean().default(false),
+});
+export type Entrypoint = z.infer<typeof entrypointSchema>;
+
+/** Rendezvous timing: torchrun's `--rdzv-conf` keys, compiled to milliseconds. */
+export const rdzvTimingSchema = z.object({
+  joinTimeoutMs: ms.default(600_000),
+  lastCallTimeoutMs: z.number().int().nonnegative().default(30_000),
+  heartbeatTimeoutMs: ms.default(10_000),
+  /** How long a known member may take to pick up `prepare` before it is dropped as lost. */
+  prepareTimeoutMs: ms.default(5_000),
+});
+export type RdzvTiming = z.infer<typeof rdzvTimingSchema>;
+
+export const jobSpecSchema = z
+  .object({
+    jobId: id,
+    minNodes: z.number().int().min(1),
+    maxNodes: z.number().int().min(1),
+    nprocPerNode: z.number().int().min(1),
+    maxRestarts: z.number().int().min(0).default(0),
+    role: z.string().min(1).default('default'),
+    entrypoint: entrypointSchema,
+    rdzv: rdzvTimingSchema,
+    shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
+    checkpointDir: z.string().min(1).optional(),
+    keepCheckpoints: z.number().int().min(1).optional(),
+    /** Set by the starter when the namespace has telastic's custom search attributes. */
+    searchAttributes: z.boolean().default(false),
+  })
+  .refine((s) => s.minNodes <= s.maxNodes, (s) => ({
+    message: `minNodes (${s.minNodes}) must not exceed maxNodes (${s.maxNodes})`,
+    path: ['minNodes'],
+  }));
+export type JobSpecInput = z.input<typeof jobSpecSchema>;
+export type JobSpec = z.infer<typeof jobSpecSchema>;
+
+/** A node offering itself to a job (the `join` update). */
+export const joinRequestSchema = z.object({
+  nodeId: id,
+  /** The address other nodes reach this one at; MASTER_ADDR when it is group rank 0. */
+  address: z.string().min(1),
+  /** Worker processes this node runs (its nproc-per-node). */
+  slots: z.number().int().min(1),
+  entrypoint: entrypointSchema,
+  role: z.string().min(1).default('default'),
+});
+export type JoinRequest = z.infer<typeof joinRequestSchema>;
+
+export const leaveRequestSchema = z.object({ nodeId: id, reason: z.string().optional() });
+export type LeaveRequest = z.infer<typeof leaveRequestSchema>;
+
+export const drainRequestSchema = z.object({ nodeId: id });
+export type DrainRequest = z.infer<typeof drainRequestSchema>;
+
+export const scaleRequestSchema = z
+  .object({
+    minNodes: z.number().int().min(1).optional(),
+    maxNodes: z.number().int().min(1).optional(),
+  })
+  .refine((s) => s.minNodes !== undefined || s.maxNodes !== undefined, {
+    message: 'give minNodes or maxNodes',
+  });
+export type ScaleRequest = z.infer<typeof scaleRequestSchema>;
+
+/** One line naming the first bad field and what is wrong with it. */
+export function describeZodError(err: z.ZodError, prefix = ''): string {
+  const issue = err.issues[0];
+  if (!issue) return `${prefix}invalid input`;
+  const field = issue.path.length ? issue.path.join('.') : 'input';
+  return `${prefix}${field}: ${issue.message}`;
+}
+
+/** Parse with a schema; on failure throw an Error whose message is one line naming the field. */
+export function parseOrThrow<T extends z.ZodTypeAny>(schema: T, value: unknown, what: string): z.infer<T> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new Error(describeZodError(r.error, `invalid ${what}: `));
+  return r.data;
+}
