@@ -1,0 +1,193 @@
+/**
+ * Rendezvous and restart decisions as pure functions of the job state. The workflow applies
+ * them; they are unit-tested without Temporal. None of them touches the clock or I/O: times
+ * come in as arguments.
+ */
+import type { RoundAssignment } from './assignment';
+import type { JoinRequest, ScaleRequest } from './spec';
+import type { Departure, DepartureReason, Failure, JobState, NodeRecord } from './state';
+
+const MAX_DEPARTURES = 50;
+
+/** Why a join is refused, as one line naming the field; null when the node may join. */
+export function validateJoin(state: JobState, req: JoinRequest): string | null {
+  const { spec } = state;
+  const job = `job ${spec.jobId}`;
+  if (req.slots !== spec.nprocPerNode)
+    return `nproc-per-node ${req.slots} does not match ${job} (${spec.nprocPerNode})`;
+  const a = req.entrypoint;
+  const b = spec.entrypoint;
+  if (a.script !== b.script) return `script ${a.script} does not match ${job} (${b.script})`;
+  if (a.module !== b.module || a.noPython !== b.noPython)
+    return `launch mode (-m / --no-python) does not match ${job}`;
+  if (JSON.stringify(a.args) !== JSON.stringify(b.args))
+    return `script args ${JSON.stringify(a.args)} do not match ${job} (${JSON.stringify(b.args)})`;
+  if (req.role !== spec.role) return `role ${req.role} does not match ${job} (${spec.role})`;
+  return null;
+}
+
+/**
+ * Add a joining node. A newcomer is appended to `waiting`; a node that is still a member joins
+ * again only when its earlier incarnation is gone (its agent restarted), which is a lost node.
+ */
+export function applyJoin(state: JobState, req: JoinRequest, now: number): JobState {
+  const record: NodeRecord = { nodeId: req.nodeId, address: req.address, slots: req.slots, joinedAt: now };
+  const departed = state.departed.filter((d) => d.nodeId !== req.nodeId);
+  const waitingIdx = state.waiting.findIndex((n) => n.nodeId === req.nodeId);
+  if (waitingIdx >= 0) {
+    const waiting = state.waiting.slice();
+    waiting[waitingIdx] = { ...record, joinedAt: state.waiting[waitingIdx].joinedAt };
+    return { ...state, departed, waiting };
+  }
+  const wasMember = state.members.some((m) => m.nodeId === req.nodeId);
+  const next = { ...state, departed, waiting: [...state.waiting, record] };
+  if (!wasMember) return next;
+  const lost = nodeLost(state, req.nodeId, 'its agent restarted and joined again');
+  return {
+    ...next,
+    members: state.members.filter((m) => m.nodeId !== req.nodeId),
+    pendingFailure: mergeCause(state.pendingFailure, lost),
+  };
+}
+
+/** Remove a node from the job for good (drained, left, or lost), remembering why. */
+export function applyDeparture(state: JobState, nodeId: string, reason: DepartureReason): JobState {
+  const departure: Departure = { nodeId, reason, round: state.round };
+  return {
+    ...state,
+    members: state.members.filter((m) => m.nodeId !== nodeId),
+    waiting: state.waiting.filter((m) => m.nodeId !== nodeId),
+    drains: state.drains.filter((d) => d !== nodeId),
+    departed: [...state.departed.filter((d) => d.nodeId !== nodeId), departure].slice(-MAX_DEPARTURES),
+  };
+}
+
+export function validateDrain(state: JobState, nodeId: string): string | null {
+  const known = [...state.members, ...state.waiting].map((n) => n.nodeId);
+  if (known.includes(nodeId)) return null;
+  return `node ${nodeId} is not in job ${state.spec.jobId} (nodes: ${known.join(', ') || 'none'})`;
+}
+
+/** A drain of a member waits for the round boundary; anything else leaves at once. */
+export function applyDrain(state: JobState, nodeId: string): JobState {
+  if (validateDrain(state, nodeId) !== null) return state;
+  if (!state.members.some((m) => m.nodeId === nodeId)) return applyDeparture(state, nodeId, 'drained');
+  if (state.drains.includes(nodeId)) return state;
+  return { ...state, drains: [...state.drains, nodeId] };
+}
+
+export function validateScale(state: JobState, req: ScaleRequest): string | null {
+  const min = req.minNodes ?? state.spec.minNodes;
+  const max = req.maxNodes ?? state.spec.maxNodes;
+  if (min > max) return `minNodes ${min} exceeds maxNodes ${max}`;
+  return null;
+}
+
+export function applyScale(state: JobState, req: ScaleRequest): JobState {
+  if (validateScale(state, req) !== null) return state;
+  const spec = { ...state.spec, minNodes: req.minNodes ?? state.spec.minNodes, maxNodes: req.maxNodes ?? state.spec.maxNodes };
+  return { ...state, spec };
+}
+
+/** Nodes that could take part in the next round. */
+export function available(state: JobState): number {
+  return state.members.length + state.waiting.length;
+}
+
+/**
+ * Who takes part in the next round: surviving members keep their order (the oldest is group
+ * rank 0), newcomers are appended in join order up to maxNodes; the rest wait as hot spares.
+ */
+export function planRound(state: JobState): { participants: NodeRecord[]; spares: NodeRecord[] } {
+  const all = [...state.members, ...state.waiting];
+  return { participants: all.slice(0, state.spec.maxNodes), spares: all.slice(state.spec.maxNodes) };
+}
+
+/** Apply drains and a shrunk maxNodes at a round boundary. Members beyond maxNodes become spares. */
+export function settleMembership(state: JobState): JobState {
+  let next = state;
+  for (const nodeId of state.drains) next = applyDeparture(next, nodeId, 'drained');
+  const excess = next.members.slice(next.spec.maxNodes);
+  if (excess.length === 0) return next;
+  return { ...next, members: next.members.slice(0, next.spec.maxNodes), waiting: [...excess, ...next.waiting] };
+}
+
+export function assignRanks(
+  state: JobState,
+  participants: NodeRecord[],
+  master: { addr: string; port: number },
+  extra: { resumeFrom?: string } = {},
+): RoundAssignment[] {
+  const worldSize = participants.reduce((s, n) => s + n.slots, 0);
+  let rankOffset = 0;
+  return participants.map((n, groupRank) => {
+    const a: RoundAssignment = {
+      jobId: state.spec.jobId,
+      round: state.round,
+      nodeId: n.nodeId,
+      role: state.spec.role,
+      groupRank,
+      groupWorldSize: participants.length,
+      rankOffset,
+      localWorldSize: n.slots,
+      worldSize,
+      masterAddr: master.addr,
+      masterPort: master.port,
+      restartCount: state.restarts,
+      maxRestarts: state.spec.maxRestarts,
+      ...(state.spec.checkpointDir ? { checkpointDir: state.spec.checkpointDir } : {}),
+      ...(extra.resumeFrom ? { resumeFrom: extra.resumeFrom } : {}),
+    };
+    rankOffset += n.slots;
+    return a;
+  });
+}
+
+/**
+ * Why a running round must stop now for a membership change or a cancel; null to keep running.
+ * Once any node finished, joiners wait: the job is ending and a new round would redo work.
+ */
+export function interruptReason(state: JobState, participants: string[]): string | null {
+  if (state.cancelRequested) return 'cancel requested';
+  const drained = state.drains.find((d) => participants.includes(d));
+  if (drained) return `drain of ${drained}`;
+  if (participants.length > state.spec.maxNodes) return `scaled to maxNodes ${state.spec.maxNodes}`;
+  const gone = participants.find((p) => !state.members.some((m) => m.nodeId === p));
+  if (gone) return `${gone} restarted`;
+  if (state.finished.length === 0 && state.waiting.length > 0 && participants.length < state.spec.maxNodes)
+    return `admitting ${state.waiting[0].nodeId}`;
+  return null;
+}
+
+export function nodeLost(state: JobState, nodeId: string, why: string): Failure {
+  return { nodeId, rank: null, exitCode: null, signal: null, message: `node lost: ${why}`, round: state.round };
+}
+
+/**
+ * Blame the cause, not the victims: a vanished node outranks worker failures it provoked on
+ * healthy nodes (a broken collective); otherwise the first failure stays the root cause.
+ */
+export function mergeCause(current: Failure | null, next: Failure): Failure {
+  if (current === null) return next;
+  if (current.rank !== null && next.rank === null) return next;
+  return current;
+}
+
+/** Account a failure episode: one restart for the whole job, however many nodes saw it. */
+export function settleFailure(state: JobState): { state: JobState; exhausted: boolean } {
+  if (!state.pendingFailure) return { state, exhausted: false };
+  const restarts = state.restarts + 1;
+  const next = { ...state, restarts, lastFailure: state.pendingFailure, pendingFailure: null };
+  return { state: next, exhausted: restarts > state.spec.maxRestarts };
+}
+
+export function describeFailure(f: Failure): string {
+  const where = f.rank === null ? `node ${f.nodeId}` : `rank ${f.rank} on node ${f.nodeId}`;
+  const how = f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit code ${f.exitCode}` : '';
+  return [where, how, f.message].filter(Boolean).join(': ');
+}
+
+export function joinTimeoutReason(state: JobState): string {
+  const s = state.spec;
+  return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s`;
+}

@@ -1,0 +1,108 @@
+/**
+ * The job's durable state: what the workflow carries across rounds and continue-as-new.
+ *
+ * Phases (JobPhase) and their legal transitions:
+ *   waiting     fewer live nodes than minNodes. → rendezvous when enough have joined;
+ *               → failed when below minNodes for longer than join_timeout.
+ *   rendezvous  round n is forming: last call running (first formation only), then `prepare`
+ *               on every participant. A participant that does not answer is dropped as lost and
+ *               the round forms again without it. → running, or → waiting if too few are left.
+ *   running     every participant runs `runWorkers`. → succeeded when all nodes' workers exit 0;
+ *               → restarting on a worker failure, a lost node, an admitted joiner, a drain or a
+ *               scale that changes the membership.
+ *   restarting  the round's workers are being stopped. → rendezvous (fast: no last call for
+ *               known members); → failed when a failure pushes restarts past maxRestarts.
+ *   succeeded | failed | cancelled   final. `failed` carries the root cause (lastFailure).
+ * A job that cannot recover (restarts exhausted, below minNodes past join_timeout) fails with a
+ * one-line reason; nothing is retried behind the user's back.
+ */
+import type { JobSpec } from './spec';
+
+export type JobPhase =
+  | 'waiting'
+  | 'rendezvous'
+  | 'running'
+  | 'restarting'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled';
+
+export interface NodeRecord {
+  nodeId: string;
+  address: string;
+  slots: number;
+  /** Workflow time (ms) of the node's (latest) join. */
+  joinedAt: number;
+}
+
+export type DepartureReason = 'lost' | 'drained' | 'left';
+
+export interface Departure {
+  nodeId: string;
+  reason: DepartureReason;
+  round: number;
+}
+
+/** Root cause of a failure episode: a worker that failed, or a node that vanished. */
+export interface Failure {
+  nodeId: string;
+  /** Global rank of the failed worker; null when the whole node was lost. */
+  rank: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  message: string | null;
+  round: number;
+}
+
+export interface Checkpoint {
+  path: string;
+  step: number | null;
+  time: string;
+}
+
+export interface JobState {
+  spec: JobSpec;
+  phase: JobPhase;
+  /** Number of the current (or last) round; 0 before the first round formed. */
+  round: number;
+  /** Job-wide failure restarts; membership changes never raise it. */
+  restarts: number;
+  /** Participants of the current round in group-rank order (oldest surviving member first). */
+  members: NodeRecord[];
+  /** Joined nodes outside the current round, in join order: newcomers and hot spares. */
+  waiting: NodeRecord[];
+  /** Recent departures, newest last, so a node's agent can learn it was drained or dropped. */
+  departed: Departure[];
+  /** Members whose workers already exited 0 in the current round. */
+  finished: string[];
+  /** Drains accepted but not applied yet (applied at the next round boundary). */
+  drains: string[];
+  /** A failure whose restart is not yet accounted (blame is settled at the next prepare). */
+  pendingFailure: Failure | null;
+  lastFailure: Failure | null;
+  checkpoint: Checkpoint | null;
+  cancelRequested: boolean;
+  /** Workflow time (ms) since which fewer than minNodes nodes were available; null otherwise. */
+  belowMinSince: number | null;
+}
+
+export function initialState(spec: JobSpec, now: number): JobState {
+  return {
+    spec,
+    phase: 'waiting',
+    round: 0,
+    restarts: 0,
+    members: [],
+    waiting: [],
+    departed: [],
+    finished: [],
+    drains: [],
+    pendingFailure: null,
+    lastFailure: null,
+    checkpoint: null,
+    cancelRequested: false,
+    belowMinSince: now,
+  };
+}
+
+export const FINAL_PHASES: readonly JobPhase[] = ['succeeded', 'failed', 'cancelled'];

@@ -1,0 +1,57 @@
+/** The status object: answer of the `status` query and of `telastic status JOB --json`. */
+import type { Checkpoint, JobPhase, JobState } from './state';
+
+export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'draining' | 'lost' | 'drained' | 'left';
+
+export interface NodeStatus {
+  nodeId: string;
+  address: string | null;
+  groupRank: number | null;
+  state: NodeState;
+}
+
+export interface JobStatus {
+  jobId: string;
+  state: JobPhase;
+  round: number;
+  restarts: number;
+  maxRestarts: number;
+  minNodes: number;
+  maxNodes: number;
+  worldSize: number;
+  nodes: NodeStatus[];
+  spares: string[];
+  lastFailure: { nodeId: string; rank: number | null; exitCode: number | null; signal: string | null; message: string | null } | null;
+  checkpoint: Checkpoint | null;
+}
+
+function memberState(state: JobState, nodeId: string): NodeState {
+  if (state.drains.includes(nodeId)) return 'draining';
+  if (state.finished.includes(nodeId)) return 'succeeded';
+  return state.phase === 'running' ? 'running' : 'preparing';
+}
+
+export function toStatus(state: JobState): JobStatus {
+  const { spec } = state;
+  const full = state.members.length >= spec.maxNodes;
+  const nodes: NodeStatus[] = [
+    ...state.members.map((m, groupRank) => ({ nodeId: m.nodeId, address: m.address, groupRank, state: memberState(state, m.nodeId) })),
+    ...state.waiting.map((w) => ({ nodeId: w.nodeId, address: w.address, groupRank: null, state: (full ? 'spare' : 'waiting') as NodeState })),
+    ...state.departed.map((d) => ({ nodeId: d.nodeId, address: null, groupRank: null, state: d.reason as NodeState })),
+  ];
+  const f = state.lastFailure;
+  return {
+    jobId: spec.jobId,
+    state: state.phase,
+    round: state.round,
+    restarts: state.restarts,
+    maxRestarts: spec.maxRestarts,
+    minNodes: spec.minNodes,
+    maxNodes: spec.maxNodes,
+    worldSize: state.members.reduce((s, m) => s + m.slots, 0),
+    nodes,
+    spares: full ? state.waiting.map((w) => w.nodeId) : [],
+    lastFailure: f ? { nodeId: f.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message } : null,
+    checkpoint: state.checkpoint,
+  };
+}

@@ -1,0 +1,3 @@
+/** Workflow bundle entry: every workflow type telastic registers. */
+export { elasticJob } from './job';
+export type { JobInput, JobResult } from './job';

@@ -1,0 +1,157 @@
+/**
+ * The job workflow: the durable coordinator of one elastic job (workflow id = rendezvous id).
+ * It only applies decisions from src/job/decide.ts; all I/O runs in node activities.
+ * See src/job/state.ts for the phases and their transitions.
+ */
+import * as wf from '@temporalio/workflow';
+import { ApplicationFailure, CancelledFailure, isCancellation } from '@temporalio/workflow';
+import * as d from '../src/job/decide';
+import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, scaleRequestSchema, describeZodError } from '../src/job/spec';
+import type { JobSpecInput } from '../src/job/spec';
+import { initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
+import { toStatus } from '../src/job/status';
+import { cancelSignal, drainSignal, drainUpdate, joinUpdate, leaveSignal, scaleUpdate, statusQuery } from './messages';
+import { runRound, prepareRound } from './round';
+import { publish } from './publish';
+import type { z } from 'zod';
+
+export interface JobInput {
+  spec: JobSpecInput;
+  /** Carried across continue-as-new. */
+  state?: JobState;
+}
+
+export interface JobResult {
+  jobId: string;
+  rounds: number;
+  restarts: number;
+  worldSize: number;
+}
+
+function check<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw ApplicationFailure.nonRetryable(describeZodError(r.error, `${what}: `), 'InvalidInput');
+  return r.data;
+}
+
+function reject(message: string | null): void {
+  if (message !== null) throw ApplicationFailure.nonRetryable(message, 'InvalidInput');
+}
+
+export async function elasticJob(input: JobInput): Promise<JobResult> {
+  const spec = check(jobSpecSchema, input.spec, 'spec');
+  let state: JobState = input.state ?? initialState(spec, Date.now());
+  const get = () => state;
+  const set = (s: JobState) => {
+    state = s;
+  };
+
+  wf.setHandler(statusQuery, () => toStatus(state));
+  wf.setHandler(
+    joinUpdate,
+    (req) => {
+      state = d.applyJoin(state, req, Date.now());
+      return { accepted: true, state: state.phase };
+    },
+    { validator: (req) => reject(d.validateJoin(state, check(joinRequestSchema, req, 'join'))) },
+  );
+  wf.setHandler(leaveSignal, (req) => {
+    const r = leaveRequestSchema.safeParse(req);
+    if (r.success) state = d.applyDrain(state, r.data.nodeId);
+  });
+  wf.setHandler(
+    drainUpdate,
+    (req) => {
+      state = d.applyDrain(state, req.nodeId);
+      return { accepted: true };
+    },
+    { validator: (req) => reject(d.validateDrain(state, check(drainRequestSchema, req, 'drain').nodeId)) },
+  );
+  wf.setHandler(drainSignal, (req) => {
+    const r = drainRequestSchema.safeParse(req);
+    if (r.success) state = d.applyDrain(state, r.data.nodeId);
+  });
+  wf.setHandler(
+    scaleUpdate,
+    (req) => {
+      state = d.applyScale(state, req);
+      return { minNodes: state.spec.minNodes, maxNodes: state.spec.maxNodes };
+    },
+    { validator: (req) => reject(d.validateScale(state, check(scaleRequestSchema, req, 'scale'))) },
+  );
+  wf.setHandler(cancelSignal, () => {
+    state = { ...state, cancelRequested: true };
+  });
+
+  const finish = (phase: 'failed' | 'cancelled' | 'succeeded') => {
+    state = { ...state, phase };
+    publish(state);
+  };
+  const fail = (reason: string, failure: Failure | null): never => {
+    finish('failed');
+    throw ApplicationFailure.create({ message: reason, type: 'JobFailed', nonRetryable: true, details: [{ failure, status: toStatus(state) }] });
+  };
+  const throwIfCancelled = () => {
+    if (state.cancelRequested) throw new CancelledFailure('job cancelled');
+  };
+
+  try {
+    for (;;) {
+      throwIfCancelled();
+      await gather(get, set, fail);
+      throwIfCancelled();
+      const prepared = await prepareRound(get, set);
+      if (!prepared) continue; // a participant did not answer: form the round again without it
+      const settled = d.settleFailure(state);
+      state = settled.state;
+      if (settled.exhausted) {
+        const f = state.lastFailure as Failure;
+        fail(`job failed after ${state.restarts - 1} restart(s) (max ${state.spec.maxRestarts}): ${d.describeFailure(f)}`, f);
+      }
+      const outcome = await runRound(get, set, prepared);
+      if (outcome === 'succeeded') {
+        finish('succeeded');
+        return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize };
+      }
+      state = d.settleMembership(state);
+      if (wf.workflowInfo().continueAsNewSuggested) {
+        await wf.condition(wf.allHandlersFinished);
+        await wf.continueAsNew<typeof elasticJob>({ spec: state.spec, state });
+      }
+    }
+  } catch (err) {
+    if (isCancellation(err) || state.cancelRequested) {
+      finish('cancelled');
+      throw isCancellation(err) ? err : new CancelledFailure('job cancelled');
+    }
+    throw err;
+  }
+}
+
+/**
+ * Wait until at least minNodes are available, failing after join_timeout below it. A round
+ * formed from scratch (or after waiting below min) runs a last call for more nodes; a round
+ * of known survivors closes at once.
+ */
+async function gather(get: () => JobState, set: (s: JobState) => void, fail: (r: string, f: Failure | null) => never): Promise<void> {
+  let lastCall = get().members.length === 0;
+  for (;;) {
+    const s = get();
+    if (d.available(s) >= s.spec.minNodes) break;
+    lastCall = true;
+    const since = s.belowMinSince ?? Date.now();
+    set({ ...s, phase: 'waiting', belowMinSince: since });
+    publish(get());
+    const left = since + s.spec.rdzv.joinTimeoutMs - Date.now();
+    const ok = left > 0 && (await wf.condition(() => d.available(get()) >= get().spec.minNodes || get().cancelRequested, left));
+    if (get().cancelRequested) return;
+    if (!ok) fail(d.joinTimeoutReason(get()), get().lastFailure);
+  }
+  set({ ...get(), phase: 'rendezvous', belowMinSince: null });
+  publish(get());
+  if (lastCall && get().spec.rdzv.lastCallTimeoutMs > 0) {
+    await wf.condition(() => d.available(get()) >= get().spec.maxNodes || get().cancelRequested, get().spec.rdzv.lastCallTimeoutMs);
+  }
+}
+
+export type { NodeRecord };

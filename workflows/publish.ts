@@ -1,0 +1,29 @@
+/** What the Temporal Web UI shows of a job: search attributes and the workflow's current details. */
+import * as wf from '@temporalio/workflow';
+import { describeFailure } from '../src/job/decide';
+import type { JobState } from '../src/job/state';
+import { toStatus } from '../src/job/status';
+import { TelasticRestarts, TelasticRound, TelasticState, TelasticWorldSize } from '../src/temporal/search-attributes';
+
+export function publish(state: JobState): void {
+  const status = toStatus(state);
+  if (state.spec.searchAttributes) {
+    wf.upsertSearchAttributes([
+      { key: TelasticState, value: state.phase },
+      { key: TelasticWorldSize, value: state.phase === 'running' ? status.worldSize : 0 },
+      { key: TelasticRound, value: state.round },
+      { key: TelasticRestarts, value: state.restarts },
+    ]);
+  }
+  const nodes = status.nodes.map((n) => `| ${n.nodeId} | ${n.groupRank ?? ''} | ${n.state} |`);
+  wf.setCurrentDetails(
+    [
+      `**${state.phase}** · round ${state.round} · world size ${status.worldSize} · restarts ${state.restarts}/${state.spec.maxRestarts} · nodes ${state.spec.minNodes}:${state.spec.maxNodes}`,
+      state.lastFailure ? `last failure: ${describeFailure(state.lastFailure)}` : '',
+      '',
+      '| node | group rank | state |',
+      '|---|---|---|',
+      ...nodes,
+    ].join('\n'),
+  );
+}
