@@ -98,6 +98,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
   try {
     for (;;) {
       throwIfCancelled();
+      state = d.settleMembership(state); // drains and a shrunk maxNodes apply before the round forms
       await gather(get, set, fail);
       throwIfCancelled();
       const prepared = await prepareRound(get, set);
@@ -113,7 +114,6 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
         finish('succeeded');
         return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize };
       }
-      state = d.settleMembership(state);
       if (wf.workflowInfo().continueAsNewSuggested) {
         await wf.condition(wf.allHandlersFinished);
         await wf.continueAsNew<typeof elasticJob>({ spec: state.spec, state });

@@ -41,7 +41,7 @@ export const jobSpecSchema = z
     maxRestarts: z.number().int().min(0).default(0),
     role: z.string().min(1).default('default'),
     entrypoint: entrypointSchema,
-    rdzv: rdzvTimingSchema,
+    rdzv: rdzvTimingSchema.default({}),
     shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
     checkpointDir: z.string().min(1).optional(),
     keepCheckpoints: z.number().int().min(1).optional(),
