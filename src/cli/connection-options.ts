@@ -1,0 +1,132 @@
+/**
+ * The Temporal connection options every command takes, spelled as the `temporal` CLI spells
+ * them, with its environment variables: `--address` (TEMPORAL_ADDRESS), `-n/--namespace`
+ * (TEMPORAL_NAMESPACE), `--api-key` (TEMPORAL_API_KEY), `--tls`/`--no-tls` (TEMPORAL_TLS),
+ * `--tls-cert-path` (TEMPORAL_TLS_CERT), `--tls-key-path` (TEMPORAL_TLS_KEY), `--tls-ca-path`
+ * (TEMPORAL_TLS_CA), `--tls-server-name` (TEMPORAL_TLS_SERVER_NAME). A flag beats its variable.
+ * This module only compiles them; `src/temporal/connect.ts` reads the files and connects.
+ */
+import { Command, Option } from 'commander';
+import { z } from 'zod';
+import { UsageError } from './errors';
+import { envBoolSchema, hostPortSchema, nonEmpty, parseValue, type RawValue } from './values';
+
+export const DEFAULT_ADDRESS = 'localhost:7233';
+export const DEFAULT_NAMESPACE = 'default';
+
+export const connectionOptionsSchema = z.object({
+  /** Temporal frontend, `host:port`. @default localhost:7233 */
+  address: z.string().min(1),
+  /** @default "default" */
+  namespace: z.string().min(1),
+  /**
+   * TLS settings; `{}` is TLS with the system's roots. Set by `--tls`, any `--tls-*` option or
+   * an API key. `false` only when TLS was turned off explicitly (`--no-tls`, TEMPORAL_TLS=false);
+   * absent means plaintext.
+   */
+  tls: z
+    .union([
+      z.literal(false),
+      z.object({
+        certPath: z.string().min(1).optional(),
+        keyPath: z.string().min(1).optional(),
+        caPath: z.string().min(1).optional(),
+        serverName: z.string().min(1).optional(),
+      }),
+    ])
+    .optional(),
+  /** Sent as `Authorization: Bearer …`; implies TLS unless TLS is turned off explicitly. */
+  apiKey: z.string().min(1).optional(),
+});
+export type ConnectionOptions = z.infer<typeof connectionOptionsSchema>;
+
+/** What commander leaves in `opts()` after `addConnectionOptions`. */
+export interface ConnectionFlagValues {
+  address?: string;
+  namespace?: string;
+  tls?: boolean;
+  tlsCertPath?: string;
+  tlsKeyPath?: string;
+  tlsCaPath?: string;
+  tlsServerName?: string;
+  apiKey?: string;
+}
+
+const TLS_FLAGS = {
+  certPath: '--tls-cert-path',
+  keyPath: '--tls-key-path',
+  caPath: '--tls-ca-path',
+  serverName: '--tls-server-name',
+} as const;
+
+/** Add the connection options to a command. No commander defaults or `.env()`: compile decides. */
+export function addConnectionOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--address <host:port>', `Temporal frontend (env TEMPORAL_ADDRESS, default ${DEFAULT_ADDRESS})`))
+    .addOption(new Option('-n, --namespace <name>', 'Temporal namespace (env TEMPORAL_NAMESPACE, default "default")'))
+    .addOption(new Option('--api-key <key>', 'API key; implies TLS (env TEMPORAL_API_KEY)'))
+    .addOption(new Option('--tls', 'connect with TLS (env TEMPORAL_TLS)'))
+    .addOption(new Option('--no-tls', 'connect without TLS, even with an API key'))
+    .addOption(new Option('--tls-cert-path <path>', 'client certificate for mTLS (env TEMPORAL_TLS_CERT)'))
+    .addOption(new Option('--tls-key-path <path>', 'client private key for mTLS (env TEMPORAL_TLS_KEY)'))
+    .addOption(new Option('--tls-ca-path <path>', 'server CA certificate (env TEMPORAL_TLS_CA)'))
+    .addOption(new Option('--tls-server-name <name>', 'override the TLS server name (env TEMPORAL_TLS_SERVER_NAME)'));
+}
+
+/** The flag's value if given, else the non-empty environment variable, each with its source. */
+export function flagOrEnv(
+  flag: string | undefined,
+  flagName: string,
+  env: NodeJS.ProcessEnv,
+  ...envNames: string[]
+): RawValue | undefined {
+  if (flag !== undefined) return { raw: flag, from: flagName };
+  for (const name of envNames) {
+    const raw = env[name];
+    if (raw !== undefined && raw !== '') return { raw, from: name };
+  }
+  return undefined;
+}
+
+/**
+ * Compile parsed flag values and the environment into `ConnectionOptions`. `address`, when
+ * given, replaces the `--address`/TEMPORAL_ADDRESS lookup (`telastic run` resolves it from
+ * `--rdzv-endpoint` and PET_RDZV_ENDPOINT too).
+ */
+export function compileConnectionOptions(
+  values: ConnectionFlagValues,
+  env: NodeJS.ProcessEnv,
+  address: RawValue | undefined = flagOrEnv(values.address, '--address', env, 'TEMPORAL_ADDRESS'),
+): ConnectionOptions {
+  const str = (v: RawValue | undefined) => (v ? parseValue(nonEmpty, v) : undefined);
+  const namespace = str(flagOrEnv(values.namespace, '--namespace', env, 'TEMPORAL_NAMESPACE'));
+  const apiKey = str(flagOrEnv(values.apiKey, '--api-key', env, 'TEMPORAL_API_KEY'));
+  const cert = flagOrEnv(values.tlsCertPath, '--tls-cert-path', env, 'TEMPORAL_TLS_CERT');
+  const key = flagOrEnv(values.tlsKeyPath, '--tls-key-path', env, 'TEMPORAL_TLS_KEY');
+  const settings = {
+    certPath: str(cert),
+    keyPath: str(key),
+    caPath: str(flagOrEnv(values.tlsCaPath, '--tls-ca-path', env, 'TEMPORAL_TLS_CA')),
+    serverName: str(flagOrEnv(values.tlsServerName, '--tls-server-name', env, 'TEMPORAL_TLS_SERVER_NAME')),
+  };
+  const tlsEnv = values.tls === undefined ? flagOrEnv(undefined, '', env, 'TEMPORAL_TLS') : undefined;
+  const tlsSwitch = values.tls ?? (tlsEnv ? parseValue(envBoolSchema, tlsEnv) : undefined);
+
+  if (cert && !key) throw UsageError.invalid(cert.from, cert.raw, 'mTLS needs a key too (--tls-key-path)');
+  if (key && !cert) throw UsageError.invalid(key.from, key.raw, 'mTLS needs a certificate too (--tls-cert-path)');
+  const given = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
+  if (tlsSwitch === false && Object.keys(given).length > 0) {
+    const field = values.tls === false ? '--no-tls' : 'TEMPORAL_TLS';
+    const flags = Object.keys(given).map((k) => TLS_FLAGS[k as keyof typeof settings]);
+    const shown = field === '--no-tls' ? field : `${field} ${tlsEnv?.raw}`;
+    throw new UsageError(`${shown}: turns TLS off, but ${flags.join(', ')} given`, field, tlsEnv?.raw);
+  }
+  const wantTls = tlsSwitch ?? (Object.keys(given).length > 0 || apiKey !== undefined ? true : undefined);
+
+  return connectionOptionsSchema.parse({
+    address: address ? parseValue(hostPortSchema, address) : DEFAULT_ADDRESS,
+    namespace: namespace ?? DEFAULT_NAMESPACE,
+    tls: wantTls === undefined ? undefined : wantTls ? given : false,
+    apiKey,
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * `telastic dev`: a Temporal dev server (SQLite under .telastic/ by default) and, unless told
+ * not to, a controller, in the foreground until SIGINT/SIGTERM. On the first signal the
+ * controller is shut down first (it needs the server to finish its tasks), then the server; a
+ * second signal stops waiting for the controller and kills the server.
+ */
+import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import * as path from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { resolveTemporalCli } from '../temporal/binary';
+import { startDevServer, type DevServer } from '../temporal/dev-server';
+
+/** A running controller, as `telastic dev` needs it. */
+export interface DevController {
+  shutdown(): Promise<void>;
+}
+
+/** Starts a controller against the dev server at `address` (host:port) in `namespace`. */
+export type StartController = (address: string, namespace: string) => Promise<DevController>;
+
+export interface DevOptions {
+  /** gRPC port of the frontend. CLI default 7233. */
+  port: number;
+  /** Web UI port. CLI default 8233. */
+  uiPort: number;
+  /** SQLite file; its directory is created. CLI default `.telastic/temporal.db`. */
+  db: string;
+  headless: boolean;
+  noController: boolean;
+  /** CLI default 'default'. */
+  namespace?: string;
+  /** Address to bind. @default '127.0.0.1' */
+  ip?: string;
+  /** Runs the controller; without it no controller runs. */
+  startController?: StartController;
+  /** Where the address lines go. @default console.log */
+  print?: (line: string) => void;
+  /** Where errors and the server's log go. @default process.stderr */
+  printError?: (line: string) => void;
+}
+
+/** Runs until SIGINT/SIGTERM or until the server dies; resolves to the exit code (0 after a signal). */
+export async function runDev(opts: DevOptions): Promise<number> {
+  const print = opts.print ?? ((line: string) => console.log(line));
+  const printError = opts.printError ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const namespace = opts.namespace ?? 'default';
+  const ip = opts.ip ?? '127.0.0.1';
+  const shownHost = ip === '127.0.0.1' || ip === 'localhost' ? 'localhost' : ip === '0.0.0.0' ? hostname() : ip;
+
+  const dbFile = path.resolve(opts.db);
+  mkdirSync(path.dirname(dbFile), { recursive: true });
+
+  let server: DevServer;
+  try {
+    const cli = await resolveTemporalCli({ onInstall: printError });
+    server = await startDevServer({
+      port: opts.port, uiPort: opts.uiPort, headless: opts.headless, dbFile, namespace, ip, cli,
+      onLog: (line) => printError(`temporal: ${line}`),
+    });
+  } catch (err) {
+    printError(`telastic dev: ${(err as Error).message}`);
+    return 1;
+  }
+  print(`Temporal server: ${shownHost}:${portOf(server.address)}`);
+  if (server.uiUrl) print(`Web UI: http://${shownHost}:${portOf(server.uiUrl)}`);
+
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+  let onSignal: (signal: NodeJS.Signals) => void = () => undefined;
+  const handler = (signal: NodeJS.Signals) => onSignal(signal);
+  for (const s of signals) process.on(s, handler);
+  const firstSignal = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve));
+
+  try {
+    let controller: DevController | undefined;
+    if (!opts.noController && opts.startController) {
+      try {
+        controller = await opts.startController(server.address, namespace);
+      } catch (err) {
+        printError(`telastic dev: the controller did not start: ${(err as Error).message}`);
+        await server.stop();
+        return 1;
+      }
+    }
+
+    const ended = await Promise.race([
+      firstSignal.then((signal) => ({ signal })),
+      server.exited.then((code) => ({ code })),
+    ]);
+    if ('code' in ended) printError(`telastic dev: the Temporal server exited unexpectedly (code ${ended.code})`);
+
+    const forced = new Promise<'forced'>((resolve) => (onSignal = () => resolve('forced')));
+    const stopped = controller?.shutdown().catch((err: Error) => printError(`telastic dev: controller shutdown: ${err.message}`));
+    if ((await Promise.race([stopped, forced])) === 'forced') {
+      server.kill('SIGKILL');
+      await server.exited;
+      return 130;
+    }
+    await Promise.race([server.stop(), forced.then(() => server.kill('SIGKILL'))]);
+    await server.exited;
+    return 'code' in ended ? 1 : 0;
+  } finally {
+    for (const s of signals) process.off(s, handler);
+  }
+}
+
+function portOf(address: string): string {
+  return address.slice(address.lastIndexOf(':') + 1);
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
+  return port;
+}
+
+/** Adds `telastic dev` to `program`; the action exits the process with runDev's code. */
+export function registerDevCommand(program: Command, deps: { startController?: StartController } = {}): Command {
+  return program
+    .command('dev')
+    .description('run a Temporal dev server and a controller in the foreground until Ctrl-C')
+    .option('--port <port>', 'gRPC port of the Temporal frontend', parsePort, 7233)
+    .option('--ui-port <port>', 'port of the Temporal Web UI', parsePort, 8233)
+    .option('--db <file>', 'SQLite file that keeps jobs across restarts', '.telastic/temporal.db')
+    .option('--namespace <namespace>', 'Temporal namespace to create and serve', 'default')
+    .option('--ip <address>', 'address to bind the server to', '127.0.0.1')
+    .option('--headless', 'no Web UI', false)
+    .option('--no-controller', 'do not run a controller (run `telastic controller` yourself)')
+    .action(async (o: { port: number; uiPort: number; db: string; namespace: string; ip: string; headless: boolean; controller: boolean }) => {
+      const code = await runDev({
+        port: o.port, uiPort: o.uiPort, db: o.db, namespace: o.namespace, ip: o.ip, headless: o.headless,
+        noController: !o.controller, startController: deps.startController,
+      });
+      process.exit(code);
+    });
+}

@@ -1,0 +1,46 @@
+/** The `telastic` command line. `run` takes torchrun's flags, so it is parsed on its own. */
+import { Command } from 'commander';
+import { installRuntime, runCommand } from './run';
+import { registerCommands } from './commands';
+import { registerDevCommand } from './dev';
+import { UsageError } from './errors';
+import { startController } from '../controller';
+import { connectNative } from '../temporal/connect';
+
+export async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'run') {
+    process.exitCode = await runCommand(argv.slice(1));
+    return;
+  }
+  const program = new Command('telastic')
+    .description('elastic distributed training coordinated by a durable Temporal workflow')
+    .showHelpAfterError(false)
+    .exitOverride();
+  program.command('run').description('launch this node\'s workers for a job: torchrun\'s flags (telastic run --help)');
+  registerCommands(program);
+  registerDevCommand(program, {
+    startController: async (address, namespace) => {
+      installRuntime();
+      const native = await connectNative({ address, namespace });
+      const c = await startController(native, namespace, 'telastic');
+      return { shutdown: async () => { await c.shutdown(); await native.close(); } };
+    },
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'commander.helpDisplayed' || code === 'commander.version') return;
+    if (code?.startsWith('commander.')) {
+      process.exitCode = 2;
+      return;
+    }
+    if (err instanceof UsageError) {
+      console.error(`telastic: ${err.message}`);
+      process.exitCode = 2;
+      return;
+    }
+    console.error(`telastic: ${(err as Error).message.split('\n')[0]}`);
+    process.exitCode = (err as { name?: string }).name === 'JobInputError' ? 2 : 1;
+  }
+}

@@ -1,0 +1,104 @@
+/** `telastic run`: torchrun's CLI in front of a node agent. */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runAgent } from '../agent/agent';
+import { parseStd } from '../agent/workers';
+import { hasSearchAttributes } from '../temporal/readiness';
+import { startDevServer, type DevServer } from '../temporal/dev-server';
+import { connect, connectNative } from '../temporal/connect';
+import { HelpRequested, UsageError } from './errors';
+import { parseRunArgs, type RunOptions } from './run-options';
+
+let runtimeInstalled = false;
+/** Before any worker exists; the agent handles SIGINT/SIGTERM itself (a graceful leave). */
+export function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN') ?? 'WARN') });
+}
+
+function checkScript(o: RunOptions): void {
+  const e = o.entrypoint;
+  if (e.module || e.noPython) return;
+  if (!existsSync(e.script)) throw new UsageError(`SCRIPT ${e.script}: no such file`, 'SCRIPT', e.script);
+}
+
+export async function runCommand(argv: string[]): Promise<number> {
+  let o: RunOptions;
+  try {
+    o = parseRunArgs(argv, process.env);
+    checkScript(o);
+    parseStd(o.redirects);
+    parseStd(o.tee);
+  } catch (err) {
+    if (err instanceof HelpRequested) {
+      console.log(err.message);
+      return 0;
+    }
+    if (err instanceof UsageError || err instanceof Error) {
+      console.error(`telastic run: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+  for (const note of o.notes) console.error(`telastic run: note: ${note}`);
+  installRuntime();
+  let server: DevServer | undefined;
+  const abort = new AbortController();
+  const onSignal = () => abort.abort();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    let connection = o.connection;
+    let rdzvId = o.rdzvId;
+    if (o.standalone) {
+      server = await startDevServer({ port: 0, uiPort: 0, headless: false });
+      connection = { ...connection, address: server.address };
+      if (rdzvId === 'none') rdzvId = randomUUID();
+      console.error(`telastic: standalone Temporal server at ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}`);
+    }
+    const conn = await connect(connection);
+    const native = await connectNative(connection);
+    const sa = await hasSearchAttributes(conn, connection.namespace);
+    const outcome = await runAgent(
+      {
+        spec: {
+          jobId: rdzvId,
+          minNodes: o.minNodes,
+          maxNodes: o.maxNodes,
+          nprocPerNode: o.nprocPerNode,
+          maxRestarts: o.maxRestarts,
+          role: o.role,
+          entrypoint: o.entrypoint,
+          rdzv: o.rdzv,
+          shutdownTimeoutMs: o.shutdownTimeoutMs,
+          checkpointDir: o.checkpointDir ? path.resolve(o.checkpointDir) : undefined,
+          keepCheckpoints: o.keepCheckpoints,
+        },
+        nodeId: o.nodeId,
+        localAddr: o.localAddr ?? (o.standalone ? '127.0.0.1' : os.hostname()),
+        namespace: connection.namespace,
+        taskQueue: o.taskQueue,
+        coordinator: o.coordinator,
+        searchAttributes: sa,
+        output: { logDir: o.logDir, redirects: parseStd(o.redirects), tee: parseStd(o.tee), localRanksFilter: o.localRanksFilter },
+        stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'run'),
+        uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL,
+        connection: conn,
+        nativeConnection: native,
+      },
+      abort.signal,
+    );
+    console.error(outcome.code === 0 ? `telastic: ${outcome.summary}` : `telastic: ${outcome.summary}`);
+    await conn.close();
+    await native.close();
+    return outcome.code;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await server?.stop();
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * Parsers for the raw strings that flags and environment variables carry, as zod schemas whose
+ * messages complete the sentence `${flag} ${value}: …`. Number forms follow Python's `int()` and
+ * `float()` as torchrun's argparse applies them (surrounding blanks and a sign are fine).
+ */
+import { z } from 'zod';
+import { UsageError } from './errors';
+
+/** A raw string and where it came from: the flag (`--nnodes`) or variable (`PET_NNODES`). */
+export interface RawValue {
+  raw: string;
+  from: string;
+}
+
+/** The UsageError for a raw value: `${from} ${raw}: ${problem}`. */
+export const usage = (value: RawValue, problem: string): UsageError =>
+  UsageError.invalid(value.from, value.raw, problem);
+
+/** Parse a raw value; a failure becomes a one-line UsageError naming the flag and the value. */
+export function parseValue<T extends z.ZodTypeAny>(schema: T, value: RawValue): z.output<T> {
+  const r = schema.safeParse(value.raw);
+  if (r.success) return r.data;
+  throw usage(value, r.error.issues[0]?.message ?? 'invalid value');
+}
+
+const INT = /^\s*[+-]?\d+\s*$/;
+const FLOAT = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+
+/** An integer >= `min`; one message for both "not a number" and "too small". */
+export const intAtLeast = (min: number) => {
+  const message = `must be an integer >= ${min}`;
+  return z
+    .string()
+    .regex(INT, message)
+    .transform(Number)
+    .pipe(z.number().int().min(min, message));
+};
+
+/** Seconds (a float) compiled to whole milliseconds; `positive` or merely `>= 0`. */
+export const secondsToMs = (bound: 'positive' | 'nonnegative') => {
+  const message = bound === 'positive' ? 'must be a positive number' : 'must be a number >= 0';
+  const seconds = z.number().finite(message);
+  return z
+    .string()
+    .regex(FLOAT, message)
+    .transform(Number)
+    .pipe(bound === 'positive' ? seconds.positive(message) : seconds.nonnegative(message))
+    .transform((s) => {
+      const ms = Math.round(s * 1000);
+      return bound === 'positive' ? Math.max(1, ms) : ms;
+    });
+};
+
+/** `--nnodes N|MIN:MAX`. */
+export const nnodesSchema = z.string().transform((s, ctx) => {
+  const m = /^\s*([+-]?\d+)\s*(?::\s*([+-]?\d+)\s*)?$/.exec(s);
+  if (!m) {
+    ctx.addIssue({ code: 'custom', message: 'expected N or MIN:MAX' });
+    return z.NEVER;
+  }
+  const minNodes = Number(m[1]);
+  const maxNodes = m[2] === undefined ? minNodes : Number(m[2]);
+  if (minNodes < 1 || maxNodes < 1) {
+    ctx.addIssue({ code: 'custom', message: 'must be at least 1' });
+    return z.NEVER;
+  }
+  if (minNodes > maxNodes) {
+    ctx.addIssue({ code: 'custom', message: `minimum (${minNodes}) exceeds maximum (${maxNodes})` });
+    return z.NEVER;
+  }
+  return { minNodes, maxNodes };
+});
+
+/** `--nproc-per-node N|cpu|auto`; there are no accelerators here, so auto means cpu. */
+export const nprocSchema = (cpuCount: number) =>
+  z.string().transform((s, ctx) => {
+    if (s === 'cpu' || s === 'auto') return Math.max(1, cpuCount);
+    if (!INT.test(s)) {
+      const gpu = ['gpu', 'xpu', 'cuda', 'mps'].includes(s);
+      const message = gpu
+        ? 'telastic runs CPU workers only; use a number, cpu or auto'
+        : 'expected a number, cpu or auto';
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    }
+    const n = Number(s);
+    if (n < 1) {
+      ctx.addIssue({ code: 'custom', message: 'must be at least 1' });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+/** torchrun's `Std.from_str`: `0|1|2|3`, or `LOCAL_RANK:0-3` pairs joined by commas. Kept raw. */
+export const stdSpecSchema = z
+  .string()
+  .regex(
+    /^([0-3]|(\d+:[0-3],)*\d+:[0-3])$/,
+    'expected 0-3 or LOCAL_RANK:0-3,… (0 none, 1 stdout, 2 stderr, 3 both)',
+  );
+
+/** `--local-ranks-filter 0,1,2`; empty means no filter. Sorted, without duplicates. */
+export const localRanksSchema = z.string().transform((s, ctx) => {
+  if (s.trim() === '') return undefined;
+  const parts = s.split(',');
+  if (!parts.every((p) => /^\s*\+?\d+\s*$/.test(p))) {
+    ctx.addIssue({ code: 'custom', message: 'expected a comma-separated list of local ranks, e.g. 0,1,2' });
+    return z.NEVER;
+  }
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b);
+});
+
+/** A `PET_*` switch as torchrun's `check_env` reads it: `bool(int(value))`. */
+export const petSwitchSchema = z
+  .string()
+  .regex(INT, 'expected 0 or 1')
+  .transform((s) => Number(s) !== 0);
+
+/** A boolean environment variable as the Temporal CLI (Go's strconv.ParseBool) reads it. */
+export const envBoolSchema = z.string().transform((s, ctx) => {
+  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(s)) return true;
+  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(s)) return false;
+  ctx.addIssue({ code: 'custom', message: 'expected true or false' });
+  return z.NEVER;
+});
+
+/** `HOST[:PORT]` (IPv6 in brackets); the port defaults to Temporal's 7233. */
+export const hostPortSchema = z.string().transform((s, ctx) => {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(s.trim());
+  const port = m?.[2] === undefined ? 7233 : Number(m[2]);
+  if (!m || port < 1 || port > 65535) {
+    ctx.addIssue({ code: 'custom', message: 'expected HOST:PORT' });
+    return z.NEVER;
+  }
+  return `${m[1]}:${port}`;
+});
+
+/** A value that must not be empty (role, namespace, paths, task queue). */
+export const nonEmpty = z.string().min(1, 'must not be empty');
