@@ -17,7 +17,7 @@ let runtimeInstalled = false;
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN') ?? 'WARN') });
+  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN') ?? 'ERROR') });
 }
 
 function checkScript(o: RunOptions): void {
@@ -35,7 +35,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     parseStd(o.tee);
   } catch (err) {
     if (err instanceof HelpRequested) {
-      console.log(err.message);
+      console.log(err.text);
       return 0;
     }
     if (err instanceof UsageError || err instanceof Error) {

@@ -1,0 +1,101 @@
+/**
+ * Node activities, run by each node's agent on its own task queue (see activities/types.ts for
+ * why they are pinned). The agent keeps at most one worker group alive per job: `prepare`
+ * stops whatever an earlier round left, so a round never starts beside stale workers even
+ * when a cancellation has not arrived yet.
+ */
+import { Context, CancelledFailure } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { RoundAssignment } from '../src/job/assignment';
+import type { Entrypoint } from '../src/job/spec';
+import { buildCommand, buildWorkerEnv, resolvePythonExec } from '../src/agent/env';
+import { startWorkerGroup } from '../src/agent/workers';
+import type { OutputOptions, Reaper, WorkerGroup } from '../src/agent/workers/types';
+import type { Logger } from '../src/log';
+import { reservePort } from './port';
+import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult } from './types';
+
+export interface NodeDeps {
+  nodeId: string;
+  entrypoint: Entrypoint;
+  /** Host the master port is reserved on (the node's advertised address). */
+  bindAddress: string;
+  output: Omit<OutputOptions, 'logDir'> & { logDir?: string };
+  shutdownTimeoutMs: number;
+  baseEnv: NodeJS.ProcessEnv;
+  /** Per-agent scratch directory (error files). */
+  runDir: string;
+  reaper?: Reaper;
+  log: Logger;
+  /** Called with each round's worker pids (for tests and the agent's own bookkeeping). */
+  onWorkersStarted?: (a: RoundAssignment, pids: number[]) => void;
+}
+
+export interface NodeActivityHandle {
+  activities: NodeActivities;
+  /** Stop the current worker group, if any (agent shutdown, drain, job end). */
+  stopAll(reason: string): Promise<void>;
+}
+
+export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
+  let current: WorkerGroup | null = null;
+
+  async function stopAll(reason: string): Promise<void> {
+    const g = current;
+    current = null;
+    if (g) await g.stop(reason);
+  }
+
+  async function prepare(input: PrepareInput): Promise<PrepareResult> {
+    Context.current().heartbeat();
+    await stopAll(`round ${input.round} is forming`);
+    const port = await reservePort(deps.bindAddress);
+    deps.log.info({ round: input.round, port }, 'prepared');
+    return { nodeId: deps.nodeId, port };
+  }
+
+  async function runWorkers(a: RoundAssignment): Promise<RunWorkersResult> {
+    const ctx = Context.current();
+    await stopAll(`round ${a.round} starts`);
+    const errorDir = path.join(deps.runDir, a.jobId, `round_${a.round}`);
+    await mkdir(errorDir, { recursive: true });
+    const python = resolvePythonExec(deps.baseEnv);
+    const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
+      const env = buildWorkerEnv(a, localRank, { baseEnv: deps.baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`) });
+      return { localRank, rank: a.rankOffset + localRank, ...buildCommand(deps.entrypoint, localRank, python), env };
+    });
+    const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
+    const group = startWorkerGroup({
+      workers,
+      shutdownTimeoutMs: deps.shutdownTimeoutMs,
+      output: { ...deps.output, logDir },
+      reaper: deps.reaper,
+    });
+    current = group;
+    deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
+    deps.onWorkersStarted?.(a, group.pids);
+    const every = Math.max(100, Math.min(1000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
+    const beat = setInterval(() => ctx.heartbeat({ round: a.round }), every);
+    try {
+      const result = await Promise.race([group.wait(), ctx.cancelled]);
+      if (result.state === 'succeeded') return { state: 'succeeded' };
+      if (result.state === 'failed') {
+        const { localRank, rank, exitCode, signal, message, timestamp } = result.failure;
+        deps.log.warn({ round: a.round, rank, exitCode, signal, message }, 'worker failed');
+        return { state: 'failed', failure: { localRank, rank, exitCode, signal, message, timestamp } };
+      }
+      throw ApplicationFailure.nonRetryable(`workers of round ${a.round} were stopped: ${result.reason ?? 'superseded'}`, 'WorkersStopped');
+    } catch (err) {
+      if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');
+      await group.stop('round cancelled');
+      throw err;
+    } finally {
+      clearInterval(beat);
+      if (current === group) current = null;
+    }
+  }
+
+  return { activities: { prepare, runWorkers }, stopAll };
+}

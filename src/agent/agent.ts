@@ -1,0 +1,140 @@
+/**
+ * The node agent behind `telastic run`: one process per node. It serves its node's task queue
+ * (the node activities) and, unless told not to, the control queue (job workflows), offers the
+ * node to the job and follows the job until the node's part is over.
+ */
+import { Client, WorkflowFailedError, type Connection } from '@temporalio/client';
+import { CancelledFailure, ApplicationFailure } from '@temporalio/common';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import os from 'node:os';
+import path from 'node:path';
+import { createNodeActivities } from '../../activities/node';
+import { nodeQueue } from '../../activities/types';
+import { JobInputError, joinJob, startJob } from '../client/api';
+import { describeFailure } from '../job/decide';
+import type { JobSpecInput, JoinRequest } from '../job/spec';
+import type { Failure } from '../job/state';
+import { statusQuery, leaveSignal } from '../../workflows/messages';
+import { log } from '../log';
+import { createControlWorker, createNodeWorker } from '../temporal/workers';
+import { createReaper, killOrphans } from './workers';
+import type { OutputOptions } from './workers/types';
+
+export interface AgentOptions {
+  spec: JobSpecInput;
+  nodeId: string;
+  /** Address other nodes reach this one at (MASTER_ADDR when group rank 0). */
+  localAddr: string;
+  namespace: string;
+  taskQueue: string;
+  coordinator: boolean;
+  searchAttributes: boolean;
+  output: OutputOptions;
+  stateDir: string;
+  uiUrl?: string;
+  connection: Connection;
+  nativeConnection: NativeConnection;
+}
+
+/** How the node's part of the job ended; `code` is the process exit code. */
+export interface AgentOutcome {
+  code: number;
+  summary: string;
+}
+
+const POLL_MS = 1000;
+
+export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promise<AgentOutcome> {
+  const jobId = o.spec.jobId;
+  const nodeLog = log.child({ job: jobId, node: o.nodeId });
+  await killOrphans(o.stateDir);
+  const reaper = await createReaper(o.stateDir);
+  const node = createNodeActivities({
+    nodeId: o.nodeId,
+    entrypoint: { module: false, noPython: false, ...o.spec.entrypoint },
+    bindAddress: o.localAddr,
+    output: o.output,
+    shutdownTimeoutMs: o.spec.shutdownTimeoutMs ?? 30_000,
+    baseEnv: process.env,
+    runDir: path.join(o.stateDir, 'errors', o.nodeId),
+    reaper,
+    log: nodeLog,
+  });
+  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), node.activities, `${o.nodeId}@${os.hostname()}`)];
+  if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, `${o.nodeId}@${os.hostname()}`));
+  const running = workers.map((w) => w.run());
+
+  const opts = { connection: o.connection, namespace: o.namespace, taskQueue: o.taskQueue };
+  const req: JoinRequest = {
+    nodeId: o.nodeId,
+    address: o.localAddr,
+    slots: o.spec.nprocPerNode,
+    entrypoint: { module: false, noPython: false, ...o.spec.entrypoint },
+    role: o.spec.role ?? 'default',
+  };
+  try {
+    const handle = await startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes });
+    if (o.uiUrl) console.error(`telastic: job ${jobId}: ${o.uiUrl}/namespaces/${o.namespace}/workflows/${jobId}`);
+    await joinJob(opts, jobId, req);
+    nodeLog.info('joined');
+    return await follow();
+
+    async function follow(): Promise<AgentOutcome> {
+      let done = false;
+      const result = handle.result().then(
+        (r): AgentOutcome => ({ code: 0, summary: `job ${jobId} succeeded: ${r.rounds} round(s), ${r.restarts} restart(s)` }),
+        (err: unknown): AgentOutcome => outcomeOfFailure(jobId, err),
+      );
+      void result.finally(() => (done = true));
+      const stopped = new Promise<AgentOutcome>((resolve) => {
+        const onAbort = () => resolve({ code: 143, summary: `node ${o.nodeId} left job ${jobId}: agent stopped` });
+        if (stopSignal.aborted) onAbort();
+        else stopSignal.addEventListener('abort', onAbort, { once: true });
+      });
+      const watch = (async (): Promise<AgentOutcome | null> => {
+        while (!done && !stopSignal.aborted) {
+          await sleep(POLL_MS);
+          if (done || stopSignal.aborted) return null;
+          const me = await handle
+            .query(statusQuery)
+            .then((s) => (s.state === 'succeeded' || s.state === 'failed' || s.state === 'cancelled' ? undefined : s.nodes.find((n) => n.nodeId === o.nodeId)))
+            .catch(() => undefined);
+          if (!me) continue;
+          if (me.state === 'drained' || me.state === 'left') return { code: 0, summary: `node ${o.nodeId} was drained from job ${jobId}` };
+          if (me.state === 'lost') {
+            nodeLog.warn('this node was dropped from the job: stopping its workers and joining again');
+            await node.stopAll('node was dropped');
+            await joinJob(opts, jobId, req).catch((err) => nodeLog.error({ err: String(err) }, 'rejoin failed'));
+          }
+        }
+        return null;
+      })();
+      const first = await Promise.race([result, stopped, watch.then((w) => w ?? result)]);
+      if (first.code === 143) await handle.signal(leaveSignal, { nodeId: o.nodeId, reason: 'agent stopped' }).catch(() => undefined);
+      return first;
+    }
+  } catch (err) {
+    if (err instanceof JobInputError) return { code: 2, summary: `telastic: join rejected: ${err.message}` };
+    throw err;
+  } finally {
+    await node.stopAll('agent exiting');
+    for (const w of workers) w.shutdown();
+    await Promise.allSettled(running);
+    await reaper.close();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function outcomeOfFailure(jobId: string, err: unknown): AgentOutcome {
+  const cause = err instanceof WorkflowFailedError ? err.cause : err;
+  if (cause instanceof CancelledFailure) return { code: 1, summary: `job ${jobId} was cancelled` };
+  if (cause instanceof ApplicationFailure) {
+    const details = cause.details?.[0] as { failure?: Failure | null } | undefined;
+    const root = details?.failure ? ` (root cause: ${describeFailure(details.failure)})` : '';
+    return { code: 1, summary: `job ${jobId} failed: ${cause.message}${root && !cause.message.includes(describeFailure(details!.failure!)) ? root : ''}` };
+  }
+  return { code: 1, summary: `job ${jobId} failed: ${cause instanceof Error ? cause.message : String(cause)}` };
+}

@@ -1,0 +1,92 @@
+/**
+ * The TypeScript client API: start, join, scale, drain, cancel and inspect jobs through a
+ * `@temporalio/client` connection. Inputs are validated with the same zod schemas the
+ * workflow uses; a bad input throws an Error whose message is one line naming the field.
+ */
+import { Client, Connection, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { CONTROL_QUEUE } from '../../activities/types';
+import { drainRequestSchema, joinRequestSchema, jobSpecSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
+import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
+import type { JobStatus } from '../job/status';
+import { drainSignal, drainUpdate, joinUpdate, scaleUpdate, statusQuery } from '../../workflows/messages';
+import type { elasticJob } from '../../workflows/job';
+
+export interface ClientOptions {
+  connection: Connection;
+  namespace?: string;
+  /** The control task queue job workflows run on. @default 'telastic' */
+  taskQueue?: string;
+}
+
+/** A rejected message (bad input or a mismatch), with the workflow's one-line reason. */
+export class JobInputError extends Error {
+  constructor(message: string, readonly jobId: string) {
+    super(message);
+    this.name = 'JobInputError';
+  }
+}
+
+function client(o: ClientOptions): Client {
+  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default' });
+}
+
+async function rethrowRejection<T>(jobId: string, p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) throw new JobInputError(err.cause.message, jobId);
+    throw err;
+  }
+}
+
+/** Start the job's workflow, or return the running one with this id. */
+export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<WorkflowHandle<typeof elasticJob>> {
+  const s = parseOrThrow(jobSpecSchema, spec, 'job spec');
+  return client(o).workflow.start<typeof elasticJob>('elasticJob', {
+    workflowId: s.jobId,
+    taskQueue: o.taskQueue ?? CONTROL_QUEUE,
+    args: [{ spec: s }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    staticSummary: `elastic job ${s.jobId}: ${s.entrypoint.script} on ${s.minNodes}:${s.maxNodes} nodes × ${s.nprocPerNode}`,
+  });
+}
+
+export async function joinJob(o: ClientOptions, jobId: string, req: JoinRequest): Promise<{ accepted: true; state: string }> {
+  const r = parseOrThrow(joinRequestSchema, req, 'join');
+  return rethrowRejection(jobId, client(o).workflow.getHandle(jobId).executeUpdate(joinUpdate, { args: [r] }));
+}
+
+export async function scaleJob(o: ClientOptions, jobId: string, req: ScaleRequest): Promise<{ minNodes: number; maxNodes: number }> {
+  const r = parseOrThrow(scaleRequestSchema, req, 'scale');
+  return rethrowRejection(jobId, client(o).workflow.getHandle(jobId).executeUpdate(scaleUpdate, { args: [r] }));
+}
+
+/**
+ * Drain a node. Validated by the coordinator when one answers within `waitMs`; otherwise the
+ * drain is sent as a signal, which the server keeps until a coordinator returns.
+ */
+export async function drainNode(o: ClientOptions, jobId: string, nodeId: string, waitMs = 5000): Promise<'applied' | 'queued'> {
+  const r = parseOrThrow(drainRequestSchema, { nodeId }, 'drain');
+  const handle = client(o).workflow.getHandle(jobId);
+  try {
+    await rethrowRejection(jobId, o.connection.withDeadline(Date.now() + waitMs, () => handle.executeUpdate(drainUpdate, { args: [r] })));
+    return 'applied';
+  } catch (err) {
+    if (err instanceof JobInputError) throw err;
+    const code = (err as { code?: number }).code;
+    const deadline = code === 4 || /deadline/i.test(String((err as Error).message));
+    if (!deadline) throw err;
+    await handle.signal(drainSignal, r);
+    return 'queued';
+  }
+}
+
+/** Cancel the job: every node's workers are stopped and every `telastic run` exits non-zero. */
+export async function cancelJob(o: ClientOptions, jobId: string): Promise<void> {
+  await client(o).workflow.getHandle(jobId).cancel();
+}
+
+export async function getJobStatus(o: ClientOptions, jobId: string): Promise<JobStatus> {
+  return client(o).workflow.getHandle(jobId).query(statusQuery);
+}

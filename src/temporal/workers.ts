@@ -1,0 +1,52 @@
+/**
+ * Temporal workers of telastic. Timing options are set deliberately: they add straight to the
+ * time it takes to notice a failure and recover from it.
+ */
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+/** Prebundled workflow code (npm run build); tests running from sources bundle on the fly. */
+function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  const codePath = path.join(__dirname, '..', '..', 'workflow-bundle.js');
+  if (existsSync(codePath) && __filename.endsWith('.js')) return { workflowBundle: { codePath } };
+  return { workflowsPath: require.resolve('../../workflows') };
+}
+
+export const TIMING = {
+  /** A workflow task sticky to a dead or frozen coordinator moves to another after this. */
+  stickyQueueScheduleToStartTimeout: '2s',
+  /** Heartbeats (and so cancellations) reach the server at least this often. */
+  maxHeartbeatThrottleInterval: '1s',
+  defaultHeartbeatThrottleInterval: '1s',
+} as const;
+
+export async function createControlWorker(connection: NativeConnection, namespace: string, taskQueue: string, identity?: string): Promise<Worker> {
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    identity,
+    ...workflowSource(),
+    stickyQueueScheduleToStartTimeout: TIMING.stickyQueueScheduleToStartTimeout,
+  });
+}
+
+export async function createNodeWorker(
+  connection: NativeConnection,
+  namespace: string,
+  taskQueue: string,
+  activities: object,
+  identity?: string,
+): Promise<Worker> {
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    identity,
+    activities,
+    maxHeartbeatThrottleInterval: TIMING.maxHeartbeatThrottleInterval,
+    defaultHeartbeatThrottleInterval: TIMING.defaultHeartbeatThrottleInterval,
+    shutdownGraceTime: '5s',
+  });
+}
