@@ -1,0 +1,125 @@
+/**
+ * A worker group: start every worker of a round, watch them, end them together.
+ *
+ * States: running → (every worker exited 0) succeeded
+ *                 → (first worker exits ≠ 0 or by a signal) failed: the rest are stopped
+ *                 → (stop()) stopped: stopping is not a failure.
+ * Leaving any state the group stops every process group still alive (grandchildren of
+ * successful workers included), and `wait()` resolves only once none is left.
+ */
+import type { ChildProcess } from 'child_process';
+import { rmSync } from 'fs';
+import { readErrorFileMessage } from './error-file';
+import { prepareOutput, type WorkerOutput } from './output';
+import { terminateGroups } from './process-group';
+import { spawnWorker } from './spawn';
+import type { GroupOptions, GroupResult, WorkerExit, WorkerFailure, WorkerGroup, WorkerSpec } from './types';
+
+interface Running {
+  spec: WorkerSpec;
+  output: WorkerOutput;
+  child: ChildProcess | null;
+  pid: number;
+  startedAt: number;
+  exit: WorkerExit | null;
+  exited: Promise<void>;
+  markExited: () => void;
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
+  const pollMs = opts.monitorIntervalMs ?? 100;
+  let stopping = false;
+  let failure: WorkerFailure | null = null;
+  let done: Promise<GroupResult> | null = null;
+  let resolveResult: (r: GroupResult) => void = () => {};
+  const result = new Promise<GroupResult>((r) => (resolveResult = r));
+
+  // Prepare every output first: a bad log dir must fail the start before any process runs.
+  const outputs: WorkerOutput[] = [];
+  try {
+    for (const spec of opts.workers) outputs.push(prepareOutput(spec, opts.output));
+  } catch (err) {
+    for (const o of outputs) void o.close(0);
+    throw err;
+  }
+  const workers: Running[] = opts.workers.map((spec, i) => {
+    let markExited = () => {};
+    const exited = new Promise<void>((r) => (markExited = r));
+    return { spec, output: outputs[i]!, child: null, pid: 0, startedAt: Date.now(), exit: null, exited, markExited };
+  });
+
+  const onExit = (w: Running, exitCode: number | null, signal: string | null, message: string | null = null) => {
+    if (w.exit !== null) return;
+    const now = Date.now();
+    const { localRank, rank } = w.spec;
+    w.exit = { localRank, rank, pid: w.pid, exitCode, signal, stopped: stopping, timestamp: now, durationMs: now - w.startedAt };
+    w.markExited();
+    if (stopping) return;
+    if (exitCode !== 0 || signal !== null) {
+      failure = { localRank, rank, pid: w.pid, exitCode, signal, message, timestamp: now };
+      void finish('failed');
+    } else if (workers.every((x) => x.exit !== null)) {
+      void finish('succeeded');
+    }
+  };
+
+  const finish = (state: GroupResult['state'], reason: string | null = null): Promise<GroupResult> => {
+    if (done !== null) return done;
+    stopping = true;
+    done = (async (): Promise<GroupResult> => {
+      await Promise.resolve(); // a failure during the start loop: let it finish recording pids first
+      const pgids = workers.filter((w) => w.pid > 0).map((w) => w.pid);
+      await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs);
+      // A leader that left its group (setsid) is not reached by the group signal.
+      for (const w of workers) if (w.exit === null) w.child?.kill('SIGKILL');
+      await Promise.race([Promise.all(workers.map((w) => w.exited)), delay(5_000)]);
+      await Promise.all(workers.map((w) => w.output.close(1_000)));
+      for (const pgid of pgids) opts.reaper?.untrack(pgid);
+
+      const exits = workers.flatMap((w) => (w.exit === null ? [] : [w.exit])).sort((a, b) => a.localRank - b.localRank);
+      if (state === 'succeeded') return { state, exits };
+      if (state === 'stopped' || failure === null) return { state: 'stopped', reason, exits };
+      const failed = workers.find((w) => w.spec.localRank === failure!.localRank)!;
+      const message =
+        failure.message ??
+        readErrorFileMessage(failed.spec.env.TORCHELASTIC_ERROR_FILE) ??
+        failed.output.lastStderrLine();
+      return { state: 'failed', failure: { ...failure, message }, exits };
+    })();
+    void done.then(resolveResult);
+    return done;
+  };
+
+  for (const w of workers) {
+    if (stopping) break; // a worker could not even be started: start no more
+    const { file, args, env } = w.spec;
+    // A stale error file from an earlier round would be taken for this round's failure.
+    if (env.TORCHELASTIC_ERROR_FILE) rmSync(env.TORCHELASTIC_ERROR_FILE, { force: true });
+    try {
+      w.child = spawnWorker({ file, args, env, cwd: opts.cwd, stdio: w.output.stdio });
+    } catch (err) {
+      onExit(w, 126, null, `failed to execute ${file}: ${(err as Error).message}`);
+      continue;
+    }
+    w.pid = w.child.pid ?? 0;
+    w.output.attach(w.child);
+    if (w.pid > 0) opts.reaper?.track(w.pid);
+    w.child.once('exit', (code, signal) => onExit(w, code, signal));
+    w.child.once('error', (err: NodeJS.ErrnoException) => {
+      // Without setpriv a missing or non-executable file surfaces here; report it as a shell would.
+      if (w.pid === 0) onExit(w, err.code === 'ENOENT' ? 127 : 126, null, `failed to execute ${file}: ${err.message}`);
+    });
+  }
+
+  if (workers.length === 0) void finish('succeeded');
+
+  return {
+    pids: workers.filter((w) => w.pid > 0).map((w) => w.pid),
+    wait: () => result,
+    async stop(reason?: string) {
+      await finish('stopped', reason ?? null);
+    },
+  };
+}
