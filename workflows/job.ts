@@ -9,7 +9,7 @@ import * as d from '../src/job/decide';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, scaleRequestSchema, describeZodError } from '../src/job/spec';
 import type { JobSpecInput } from '../src/job/spec';
 import { initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
-import { toStatus } from '../src/job/status';
+import { toStatus, type JobStatus } from '../src/job/status';
 import { cancelSignal, drainSignal, drainUpdate, joinUpdate, leaveSignal, scaleUpdate, statusQuery } from './messages';
 import { runRound, prepareRound } from './round';
 import { publish } from './publish';
@@ -26,6 +26,8 @@ export interface JobResult {
   rounds: number;
   restarts: number;
   worldSize: number;
+  /** The final status object, so `telastic status` works after every worker has gone. */
+  status: JobStatus;
 }
 
 function check<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, value: unknown, what: string): T {
@@ -112,7 +114,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
       const outcome = await runRound(get, set, prepared);
       if (outcome === 'succeeded') {
         finish('succeeded');
-        return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize };
+        return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize, status: toStatus(state) };
       }
       if (wf.workflowInfo().continueAsNewSuggested) {
         await wf.condition(wf.allHandlersFinished);
@@ -122,7 +124,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
   } catch (err) {
     if (isCancellation(err) || state.cancelRequested) {
       finish('cancelled');
-      throw isCancellation(err) ? err : new CancelledFailure('job cancelled');
+      throw new CancelledFailure('job cancelled', [{ status: toStatus(state) }]);
     }
     throw err;
   }

@@ -3,8 +3,8 @@
  * `@temporalio/client` connection. Inputs are validated with the same zod schemas the
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
-import { Client, Connection, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
 import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
@@ -87,6 +87,29 @@ export async function cancelJob(o: ClientOptions, jobId: string): Promise<void> 
   await client(o).workflow.getHandle(jobId).cancel();
 }
 
+/**
+ * The job's status object. A running job answers the `status` query; a closed one (which no
+ * worker may be left to query) is read from its result or failure, which carry the final status.
+ */
 export async function getJobStatus(o: ClientOptions, jobId: string): Promise<JobStatus> {
-  return client(o).workflow.getHandle(jobId).query(statusQuery);
+  const handle = client(o).workflow.getHandle(jobId);
+  const desc = await handle.describe();
+  if (desc.status.name === 'RUNNING') return handle.query(statusQuery);
+  try {
+    return (await handle.result()).status;
+  } catch (err) {
+    const status = finalStatusOf(err);
+    if (status) return status;
+    throw err;
+  }
+}
+
+/** The status carried by a failed or cancelled job's failure details, if any. */
+export function finalStatusOf(err: unknown): JobStatus | null {
+  const cause = err instanceof WorkflowFailedError ? err.cause : err;
+  if (cause instanceof ApplicationFailure || cause instanceof CancelledFailure) {
+    const d = cause.details?.[0] as { status?: JobStatus } | undefined;
+    return d?.status ?? null;
+  }
+  return null;
 }

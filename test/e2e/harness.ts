@@ -21,6 +21,11 @@ export interface Agent {
   exited: Promise<number | null>;
 }
 
+/** An environment without the variables a test unset (given as undefined). */
+function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
 export function tmpDir(prefix: string): string {
   return mkdtempSync(path.join(os.tmpdir(), `telastic-${prefix}-`));
 }
@@ -33,7 +38,7 @@ export function uniqueJobId(name: string): string {
 /** Start `telastic run` with `args` (its flags and the script) as a real child process. */
 export function startAgent(address: string, nodeId: string, args: string[], env: NodeJS.ProcessEnv = {}): Agent {
   const proc = spawn(process.execPath, [BIN, 'run', '--rdzv-endpoint', address, '--node-id', nodeId, '--local-addr', '127.0.0.1', ...args], {
-    env: { ...process.env, TELASTIC_STATE_DIR: path.join(os.tmpdir(), 'telastic-test-state', nodeId), ...env },
+    env: definedOnly({ ...process.env, TELASTIC_STATE_DIR: path.join(os.tmpdir(), 'telastic-test-state', nodeId), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

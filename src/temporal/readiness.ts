@@ -1,0 +1,33 @@
+/** Checks that a Temporal frontend is ready for telastic. */
+import type { Connection } from '@temporalio/client';
+import { TELASTIC_SEARCH_ATTRIBUTES } from './search-attributes';
+
+/** temporal.api.enums.v1.IndexedValueType numbers (fixed by the API protos) for each SDK type. */
+const INDEXED_VALUE_TYPE: Record<string, number> = {
+  TEXT: 1,
+  KEYWORD: 2,
+  INT: 3,
+  DOUBLE: 4,
+  BOOL: 5,
+  DATETIME: 6,
+  KEYWORD_LIST: 7,
+};
+
+/**
+ * True when all of telastic's custom search attributes are registered in `namespace` with
+ * their types; false when one is missing or of another type, and on any error.
+ */
+export async function hasSearchAttributes(connection: Connection, namespace: string): Promise<boolean> {
+  try {
+    const { customAttributes } = await connection.withDeadline(Date.now() + 5_000, () =>
+      connection.operatorService.listSearchAttributes({ namespace }),
+    );
+    return TELASTIC_SEARCH_ATTRIBUTES.every((key) => {
+      const type = customAttributes?.[key.name];
+      return type === INDEXED_VALUE_TYPE[key.type];
+    });
+  } catch {
+    return false;
+  }
+}
+
