@@ -62,14 +62,14 @@ export async function runDev(opts: DevOptions): Promise<number> {
     printError(`telastic dev: ${(err as Error).message}`);
     return 1;
   }
-  print(`Temporal server: ${shownHost}:${portOf(server.address)}`);
-  if (server.uiUrl) print(`Web UI: http://${shownHost}:${portOf(server.uiUrl)}`);
-
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
   let onSignal: (signal: NodeJS.Signals) => void = () => undefined;
   const handler = (signal: NodeJS.Signals) => onSignal(signal);
   for (const s of signals) process.on(s, handler);
   const firstSignal = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve));
+  print(`Temporal server: ${shownHost}:${portOf(server.address)}`);
+  if (server.uiUrl) print(`Web UI: http://${shownHost}:${portOf(server.uiUrl)}`);
+
 
   try {
     let controller: DevController | undefined;

@@ -12,6 +12,9 @@ import type { JobStatus } from '../job/status';
 import { drainSignal, drainUpdate, joinUpdate, scaleUpdate, statusQuery } from '../../workflows/messages';
 import type { elasticJob } from '../../workflows/job';
 
+/** See startJob: bounds how long a frozen coordinator can stall a job. */
+export const WORKFLOW_TASK_TIMEOUT = '2s';
+
 export interface ClientOptions {
   connection: Connection;
   namespace?: string;
@@ -48,6 +51,9 @@ export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<Wo
     taskQueue: o.taskQueue ?? CONTROL_QUEUE,
     args: [{ spec: s }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    // A frozen coordinator can hold a workflow task it will never finish (its long poll is still
+    // open); the task is retried elsewhere after this. Job workflow tasks take milliseconds.
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
     staticSummary: `elastic job ${s.jobId}: ${s.entrypoint.script} on ${s.minNodes}:${s.maxNodes} nodes × ${s.nprocPerNode}`,
   });
 }

@@ -108,7 +108,7 @@ async function installIntoVenv(root: string, onInstall?: (message: string) => vo
 
 async function run(step: 'venv' | 'pip', file: string, args: string[], advice: string): Promise<void> {
   try {
-    await execFileAsync(file, args, { maxBuffer: 16 * 1024 * 1024 });
+    await execFileAsync(file, args, { env: process.env, maxBuffer: 16 * 1024 * 1024 });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     const stderr = (e.stderr ?? '').trim();

@@ -64,8 +64,9 @@ export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeout
   }
 }
 
+/** The job's status; a query that a frozen coordinator swallowed fails after 3 s (and is retried by waitFor). */
 export async function status(conn: Connection, jobId: string): Promise<JobStatus> {
-  return getJobStatus({ connection: conn }, jobId);
+  return conn.withDeadline(Date.now() + 3000, () => getJobStatus({ connection: conn }, jobId));
 }
 
 /** Wait until the job runs a round matching `pred`. */
