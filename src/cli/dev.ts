@@ -51,17 +51,20 @@ export async function runDev(opts: DevOptions): Promise<number> {
   const dbFile = path.resolve(opts.db);
   mkdirSync(path.dirname(dbFile), { recursive: true });
 
+  // The server's log is worth showing while it serves; while it stops it is only dial errors.
+  let stopping = false;
   let server: DevServer;
   try {
     const cli = await resolveTemporalCli({ onInstall: printError });
     server = await startDevServer({
       port: opts.port, uiPort: opts.uiPort, headless: opts.headless, dbFile, namespace, ip, cli,
-      onLog: (line) => printError(`temporal: ${line}`),
+      onLog: (line) => stopping || printError(`temporal: ${line}`),
     });
   } catch (err) {
     printError(`telastic dev: ${(err as Error).message}`);
     return 1;
   }
+
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
   let onSignal: (signal: NodeJS.Signals) => void = () => undefined;
   const handler = (signal: NodeJS.Signals) => onSignal(signal);
@@ -70,7 +73,6 @@ export async function runDev(opts: DevOptions): Promise<number> {
   print(`Temporal server: ${shownHost}:${portOf(server.address)}`);
   if (server.uiUrl) print(`Web UI: http://${shownHost}:${portOf(server.uiUrl)}`);
 
-
   try {
     let controller: DevController | undefined;
     if (!opts.noController && opts.startController) {
@@ -78,6 +80,7 @@ export async function runDev(opts: DevOptions): Promise<number> {
         controller = await opts.startController(server.address, namespace);
       } catch (err) {
         printError(`telastic dev: the controller did not start: ${(err as Error).message}`);
+        stopping = true;
         await server.stop();
         return 1;
       }
@@ -89,6 +92,7 @@ export async function runDev(opts: DevOptions): Promise<number> {
     ]);
     if ('code' in ended) printError(`telastic dev: the Temporal server exited unexpectedly (code ${ended.code})`);
 
+    stopping = 'signal' in ended;
     const forced = new Promise<'forced'>((resolve) => (onSignal = () => resolve('forced')));
     const stopped = controller?.shutdown().catch((err: Error) => printError(`telastic dev: controller shutdown: ${err.message}`));
     if ((await Promise.race([stopped, forced])) === 'forced') {

@@ -109,9 +109,10 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     }
   });
   const state: { end?: Ending } = {};
+  // 'close' rather than 'exit': the stderr tail is complete by then.
   const exited = new Promise<number | null>((resolve) => {
     child.once('error', (spawnError) => { state.end ??= { spawnError }; resolve(null); });
-    child.once('exit', (code, signal) => { state.end ??= { code, signal }; resolve(code); });
+    child.once('close', (code, signal) => { state.end ??= { code, signal }; resolve(code); });
   });
   const stderrTail = () => [...tail, partial].join('\n').trim();
 

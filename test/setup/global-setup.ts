@@ -1,0 +1,19 @@
+/**
+ * Starts the one Temporal dev server the suite shares (headless, free port, in-memory) and
+ * publishes its address as TEMPORAL_ADDRESS and in a file test/setup/temporal.ts reads.
+ * TELASTIC_TEST_TEMPORAL_ADDRESS=host:port reuses a server you already run instead.
+ */
+import { writeFileSync } from 'node:fs';
+import { startDevServer } from '../../src/temporal/dev-server';
+import { addressFile } from './temporal';
+
+export default async function globalSetup(): Promise<void> {
+  let address = process.env.TELASTIC_TEST_TEMPORAL_ADDRESS;
+  if (!address) {
+    const server = await startDevServer({ headless: true, port: 0 });
+    globalThis.__TELASTIC_TEST_TEMPORAL__ = server;
+    address = server.address;
+  }
+  process.env.TEMPORAL_ADDRESS = address;
+  writeFileSync(addressFile(process.pid), JSON.stringify({ address }));
+}
