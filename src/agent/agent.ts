@@ -114,7 +114,7 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
       return first;
     }
   } catch (err) {
-    if (err instanceof JobInputError) return { code: 2, summary: `telastic: join rejected: ${err.message}` };
+    if (err instanceof JobInputError) return { code: 2, summary: `join rejected: ${err.message}` };
     throw err;
   } finally {
     await node.stopAll('agent exiting');
