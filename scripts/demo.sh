@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The demo: a Temporal dev server with its Web UI, two local agents running an elastic PyTorch
+# DDP job (examples/train.py, 2 nodes × 2 processes), and one agent killed mid-run: the job
+# shrinks to the survivor, resumes from the last checkpoint and finishes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHON_EXEC="$PWD/.venv/bin/python"
+PORT=${TELASTIC_DEMO_PORT:-7233}
+UI_PORT=${TELASTIC_DEMO_UI_PORT:-8233}
+JOB=demo-$(date +%H%M%S)
+WORK=.telastic/demo/$JOB
+mkdir -p "$WORK"
+telastic() { node bin/telastic.js "$@"; }
+
+telastic dev --port "$PORT" --ui-port "$UI_PORT" --db .telastic/demo/temporal.db >"$WORK/dev.log" 2>&1 &
+DEV=$!
+trap 'kill $DEV ${A:-} ${B:-} 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do grep -q '^Temporal server' "$WORK/dev.log" && break; sleep 0.5; done
+grep -q '^Temporal server' "$WORK/dev.log" || { cat "$WORK/dev.log"; exit 1; }
+cat "$WORK/dev.log"
+echo "job $JOB: http://localhost:$UI_PORT/namespaces/default/workflows/$JOB"
+
+run() {
+  telastic run --rdzv-endpoint "localhost:$PORT" --rdzv-id "$JOB" --nnodes 1:2 --nproc-per-node 2 \
+    --max-restarts 3 --checkpoint-dir "$WORK/checkpoints" --node-id "$1" --local-addr 127.0.0.1 \
+    examples/train.py --steps 300 --ckpt-every 25 --step-time 0.03 --progress "$WORK/progress.log"
+}
+run node-a >"$WORK/node-a.log" 2>&1 & A=$!
+run node-b >"$WORK/node-b.log" 2>&1 & B=$!
+
+step() { tail -n 1 "$WORK/progress.log" 2>/dev/null | cut -d' ' -f1; }
+until [ "$(step)" -ge 100 ] 2>/dev/null; do sleep 0.5; done
+echo; telastic status "$JOB" --address "localhost:$PORT"
+echo; echo ">>> step $(step): kill -9 node-b's agent (its workers die with it)"
+kill -9 $B
+until grep -q 'world_size 2\|resumed' "$WORK/node-a.log"; do sleep 0.5; done
+sleep 2; echo; telastic status "$JOB" --address "localhost:$PORT"
+wait $A && echo && echo ">>> node-a: $(tail -n 1 "$WORK/node-a.log")"
+grep -E 'resumed|step (100|200|300) ' "$WORK/node-a.log" | sed 's/^/    /'
+echo; echo "logs: $WORK   Web UI: http://localhost:$UI_PORT/namespaces/default/workflows/$JOB (until this script exits)"
