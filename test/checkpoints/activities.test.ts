@@ -1,0 +1,80 @@
+/** The findCheckpoint activity (src/checkpoints/activities.ts), called directly and as an activity. */
+import type { Logger } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createCheckpointActivities, REPORT_LIST_CAP, type CheckpointLogger, type CheckpointReport, type FindCheckpointInput } from '../../src/checkpoints';
+import { age, removeDir, tempDir } from './helpers';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir();
+});
+afterEach(() => removeDir(dir));
+
+function recordingLog(): CheckpointLogger & { lines: string[] } {
+  const lines: string[] = [];
+  return { lines, info: (_f, msg) => void lines.push(`info ${msg}`), warn: (f, msg) => void lines.push(`warn ${msg} ${(f as { reason?: string }).reason}`) };
+}
+
+/** `n` complete checkpoints (steps 1..n, older steps older) and `bad` old empty ones. */
+async function fill(n: number, bad = 0): Promise<void> {
+  for (let s = 1; s <= n; s++) {
+    await writeFile(path.join(dir, `ckpt_${s}.safetensors`), 'w');
+    await age(path.join(dir, `ckpt_${s}.safetensors`), 1000 - s);
+  }
+  for (let s = 1; s <= bad; s++) {
+    await writeFile(path.join(dir, `broken_${s}.safetensors`), '');
+    await age(path.join(dir, `broken_${s}.safetensors`), 2000);
+  }
+}
+
+it('reports the latest checkpoint and what was skipped, and prunes nothing without keep', async () => {
+  await fill(3, 1);
+  const log = recordingLog();
+  const report = await createCheckpointActivities({ log }).findCheckpoint({ jobId: 'job1', dir });
+  expect(report).toEqual({
+    latest: { path: path.join(dir, 'ckpt_3.safetensors'), step: 3, time: expect.any(String), kind: 'file' },
+    skipped: [{ path: path.join(dir, 'broken_1.safetensors'), step: 1, reason: 'empty file', time: expect.any(String) }],
+    skippedTotal: 1,
+    pruned: [],
+    prunedTotal: 0,
+  });
+  expect(log.lines).toEqual(['warn checkpoint skipped empty file', 'info checkpoint found']);
+  expect(await readdir(dir)).toHaveLength(4);
+});
+
+it('prunes to keep and caps both lists for the workflow history', async () => {
+  await fill(30, 25);
+  const report = await createCheckpointActivities().findCheckpoint({ jobId: 'job1', dir, keep: 3 });
+  expect(report.latest?.step).toBe(30);
+  expect(report.skipped).toHaveLength(REPORT_LIST_CAP);
+  expect(report.skippedTotal).toBe(25);
+  expect(report.pruned).toHaveLength(REPORT_LIST_CAP);
+  expect(report.prunedTotal).toBe(27 + 25);
+  expect((await readdir(dir)).sort()).toEqual(['ckpt_28.safetensors', 'ckpt_29.safetensors', 'ckpt_30.safetensors']);
+});
+
+it('returns an empty report for a directory not written yet', async () => {
+  const report = await createCheckpointActivities().findCheckpoint({ jobId: 'job1', dir: path.join(dir, 'nope'), keep: 2 });
+  expect(report).toEqual({ latest: null, skipped: [], skippedTotal: 0, pruned: [], prunedTotal: 0 });
+});
+
+/** A Temporal logger that records `level message` (and keeps the test output quiet). */
+function temporalLog(lines: string[]): Logger {
+  const at = (level: string) => (message: string) => void lines.push(`${level} ${message}`);
+  return { log: (level, message) => void lines.push(`${level} ${message}`), trace: at('TRACE'), debug: at('DEBUG'), info: at('INFO'), warn: at('WARN'), error: at('ERROR') };
+}
+
+it("fails without retries on a bad keep or a checkpoint dir that is a file, and logs to the activity's logger", async () => {
+  const lines: string[] = [];
+  const env = new MockActivityEnvironment(undefined, { logger: temporalLog(lines) });
+  const { findCheckpoint } = createCheckpointActivities();
+  await fill(1);
+  await expect(env.run(findCheckpoint, { jobId: 'job1', dir, keep: 0 })).rejects.toMatchObject({ type: 'InvalidKeepError', nonRetryable: true });
+  const file = path.join(dir, 'ckpt_1.safetensors');
+  await expect(env.run(findCheckpoint, { jobId: 'job1', dir: file })).rejects.toMatchObject({ type: 'CheckpointDirError', nonRetryable: true });
+  const report = await env.run<[FindCheckpointInput], CheckpointReport, typeof findCheckpoint>(findCheckpoint, { jobId: 'job1', dir, keep: 1 });
+  expect(report.latest?.step).toBe(1);
+  expect(lines).toContain('INFO checkpoint found');
+});
