@@ -34,7 +34,7 @@ export interface NodeDeps {
 }
 
 export interface NodeActivityHandle {
-  activities: NodeActivities;
+  activities: Omit<NodeActivities, 'findCheckpoint'>;
   /** Stop the current worker group, if any (agent shutdown, drain, job end). */
   stopAll(reason: string): Promise<void>;
 }

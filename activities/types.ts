@@ -5,6 +5,7 @@
  * unanswered `prepare` (schedule-to-start timeout), never by retrying elsewhere.
  */
 import type { RoundAssignment } from '../src/job/assignment';
+import type { CheckpointActivities } from '../src/checkpoints/types';
 
 export interface PrepareInput {
   jobId: string;
@@ -31,7 +32,8 @@ export type RunWorkersResult =
   | { state: 'succeeded' }
   | { state: 'failed'; failure: WorkerFailure };
 
-export interface NodeActivities {
+/** Node activities; `findCheckpoint` runs on a participant because it mounts the shared directory. */
+export interface NodeActivities extends CheckpointActivities {
   /** Health check, stop whatever this node still runs for the job, reserve a master port. */
   prepare(input: PrepareInput): Promise<PrepareResult>;
   /** Run the node's workers for one round until they all exit, one fails, or it is cancelled. */

@@ -21,7 +21,7 @@ cat "$WORK/dev.log"
 echo "job $JOB: http://localhost:$UI_PORT/namespaces/default/workflows/$JOB"
 
 run() {
-  telastic run --rdzv-endpoint "localhost:$PORT" --rdzv-id "$JOB" --nnodes 1:2 --nproc-per-node 2 \
+  exec node bin/telastic.js run --rdzv-endpoint "localhost:$PORT" --rdzv-id "$JOB" --nnodes 1:2 --nproc-per-node 2 \
     --max-restarts 3 --checkpoint-dir "$WORK/checkpoints" --node-id "$1" --local-addr 127.0.0.1 \
     examples/train.py --steps 300 --ckpt-every 25 --step-time 0.03 --progress "$WORK/progress.log"
 }
@@ -32,8 +32,8 @@ step() { tail -n 1 "$WORK/progress.log" 2>/dev/null | cut -d' ' -f1; }
 until [ "$(step)" -ge 100 ] 2>/dev/null; do sleep 0.5; done
 echo; telastic status "$JOB" --address "localhost:$PORT"
 echo; echo ">>> step $(step): kill -9 node-b's agent (its workers die with it)"
-kill -9 $B
-until grep -q 'world_size 2\|resumed' "$WORK/node-a.log"; do sleep 0.5; done
+{ kill -9 $B; wait $B; } 2>/dev/null || true
+for _ in $(seq 1 240); do grep -q 'world_size 2' "$WORK/node-a.log" && break; sleep 0.5; done
 sleep 2; echo; telastic status "$JOB" --address "localhost:$PORT"
 wait $A && echo && echo ">>> node-a: $(tail -n 1 "$WORK/node-a.log")"
 grep -E 'resumed|step (100|200|300) ' "$WORK/node-a.log" | sed 's/^/    /'

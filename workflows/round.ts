@@ -8,6 +8,7 @@ import type { NodeActivities } from '../activities/types';
 import { nodeQueue } from '../activities/types';
 import * as d from '../src/job/decide';
 import type { Failure, JobState, NodeRecord } from '../src/job/state';
+import { findResumePoint } from './checkpoint';
 import { publish } from './publish';
 
 export interface PreparedRound {
@@ -89,8 +90,10 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
 
 /** Run the round; 'succeeded' when every node's workers exited 0, else 'restart'. */
 export async function runRound(get: Get, set: Set, prepared: PreparedRound): Promise<'succeeded' | 'restart'> {
+  const found = await findResumePoint(get(), prepared.participants[0].nodeId);
+  set(found.state);
   const s0 = get();
-  const assignments = d.assignRanks(s0, prepared.participants, prepared.master);
+  const assignments = d.assignRanks(s0, prepared.participants, prepared.master, { resumeFrom: found.resumeFrom });
   const ids = assignments.map((a) => a.nodeId);
   const round = s0.round;
   set({ ...s0, phase: 'running' });

@@ -9,6 +9,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import os from 'node:os';
 import path from 'node:path';
 import { createNodeActivities } from '../../activities/node';
+import { createCheckpointActivities } from '../checkpoints';
 import { nodeQueue } from '../../activities/types';
 import { JobInputError, joinJob, startJob } from '../client/api';
 import { describeFailure } from '../job/decide';
@@ -60,7 +61,8 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
     reaper,
     log: nodeLog,
   });
-  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), node.activities, `${o.nodeId}@${os.hostname()}`)];
+  const activities = { ...node.activities, ...createCheckpointActivities({ log: nodeLog }) };
+  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), activities, `${o.nodeId}@${os.hostname()}`)];
   if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, `${o.nodeId}@${os.hostname()}`));
   const running = workers.map((w) => w.run());
 
