@@ -40,6 +40,9 @@ def parse_args():
     p.add_argument("--step-time", type=float, default=0.0, help="extra seconds per step (to watch it)")
     p.add_argument("--progress", help="rank 0 appends 'step world_size unix_time' lines here")
     p.add_argument("--final", help="rank 0 writes the final weights here as JSON")
+    p.add_argument("--stall-in-checkpoint", type=int, default=-1, metavar="STEP",
+                   help="fault injection for tests: at STEP, rank 0 writes half a checkpoint under "
+                        "its final name and hangs, as a node that dies mid-write leaves it")
     return p.parse_args()
 
 
@@ -56,17 +59,34 @@ def make_model():
     return nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 1))
 
 
-def latest_checkpoint(directory):
-    """Newest complete checkpoint: written as ckpt_<step>.pt via an atomic rename."""
-    files = sorted(glob.glob(os.path.join(directory, "ckpt_*.pt")))
-    return files[-1] if files else None
+def load_checkpoint(directory):
+    """Newest checkpoint that loads (TELASTIC_RESUME_FROM first: telastic already skipped
+    partial and corrupt ones); under torchrun, the newest ckpt_<step>.pt that loads."""
+    given = os.environ.get("TELASTIC_RESUME_FROM")
+    candidates = [given] if given else sorted(glob.glob(os.path.join(directory, "ckpt_*.pt")), reverse=True)
+    for path in candidates:
+        try:
+            return path, torch.load(path, map_location="cpu")
+        except Exception as err:  # a partial file left by a node that died mid-write
+            if given:
+                raise
+            print(f"skipping unreadable checkpoint {path}: {err}", flush=True)
+    return None, None
 
 
-def save_checkpoint(directory, step, model, opt, world_size):
+def save_checkpoint(directory, step, model, opt, world_size, stall=False):
     os.makedirs(directory, exist_ok=True)
     final = os.path.join(directory, f"ckpt_{step:08d}.pt")
     tmp = final + ".tmp"
     state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "world_size": world_size}
+    if stall:
+        import io
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        with open(final, "wb") as f:
+            f.write(buf.getvalue()[: len(buf.getvalue()) // 2])
+        print(f"stalling in the checkpoint of step {step}", flush=True)
+        time.sleep(3600)
     torch.save(state, tmp)
     os.replace(tmp, final)  # readers never see a partial file under the final name
 
@@ -86,9 +106,8 @@ def main():
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     step = 0
-    resume = os.environ.get("TELASTIC_RESUME_FROM") or latest_checkpoint(args.ckpt_dir)
-    if resume:
-        state = torch.load(resume, map_location="cpu")
+    resume, state = load_checkpoint(args.ckpt_dir)
+    if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         step = state["step"]
@@ -117,7 +136,8 @@ def main():
                     with open(args.progress, "a") as f:
                         f.write(f"{step} {world} {time.time():.3f}\n")
                 if step % args.ckpt_every == 0:
-                    save_checkpoint(args.ckpt_dir, step, model, opt, world)
+                    stall = step == args.stall_in_checkpoint and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+                    save_checkpoint(args.ckpt_dir, step, model, opt, world, stall=stall)
             if args.step_time:
                 time.sleep(args.step_time)
             if step >= args.steps:
