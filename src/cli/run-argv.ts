@@ -37,7 +37,7 @@ function parse(cmd: Command, argv: string[]) {
 }
 
 function rejectUnknown(cmd: Command, arg: string): never {
-  if (arg === '-h' || arg === '--help') throw new HelpRequested(cmd.helpInformation());
+  if (arg === '-h' || arg === '--help') throw new HelpRequested(cmd.helpInformation().replace(/^Usage: run /, 'Usage: telastic run '));
   const name = arg.split('=')[0] ?? arg;
   if (arg.includes('=') && cmd.options.some((o) => (o.long === name || o.short === name) && o.isBoolean())) {
     throw new UsageError(`${arg}: ${name} takes no value`, name, arg.slice(name.length + 1));
