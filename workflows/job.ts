@@ -43,6 +43,7 @@ function reject(message: string | null): void {
 export async function elasticJob(input: JobInput): Promise<JobResult> {
   const spec = check(jobSpecSchema, input.spec, 'spec');
   let state: JobState = input.state ?? initialState(spec, Date.now());
+  const startRound = state.round;
   const get = () => state;
   const set = (s: JobState) => {
     state = s;
@@ -116,7 +117,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
         finish('succeeded');
         return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize, status: toStatus(state) };
       }
-      if (wf.workflowInfo().continueAsNewSuggested) {
+      if (d.shouldContinueAsNew(state, startRound, wf.workflowInfo().continueAsNewSuggested)) {
         await wf.condition(wf.allHandlersFinished);
         await wf.continueAsNew<typeof elasticJob>({ spec: state.spec, state });
       }

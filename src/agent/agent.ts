@@ -97,8 +97,8 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
         while (!done && !stopSignal.aborted) {
           await sleep(POLL_MS);
           if (done || stopSignal.aborted) return null;
-          const me = await handle
-            .query(statusQuery)
+          const me = await o.connection
+            .withDeadline(Date.now() + 5000, () => handle.query(statusQuery))
             .then((s) => (s.state === 'succeeded' || s.state === 'failed' || s.state === 'cancelled' ? undefined : s.nodes.find((n) => n.nodeId === o.nodeId)))
             .catch(() => undefined);
           if (!me) continue;
@@ -112,6 +112,8 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
         return null;
       })();
       const first = await Promise.race([result, stopped, watch.then((w) => w ?? result)]);
+      done = true;
+      await watch; // no client call may still be in flight when the connection closes
       if (first.code === 143) await handle.signal(leaveSignal, { nodeId: o.nodeId, reason: 'agent stopped' }).catch(() => undefined);
       return first;
     }

@@ -3,7 +3,7 @@
  * `@temporalio/client` connection. Inputs are validated with the same zod schemas the
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
-import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
@@ -44,7 +44,7 @@ async function rethrowRejection<T>(jobId: string, p: Promise<T>): Promise<T> {
 }
 
 /** Start the job's workflow, or return the running one with this id. */
-export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<WorkflowHandle<typeof elasticJob>> {
+export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<WorkflowHandleWithFirstExecutionRunId<typeof elasticJob>> {
   const s = parseOrThrow(jobSpecSchema, spec, 'job spec');
   return client(o).workflow.start<typeof elasticJob>('elasticJob', {
     workflowId: s.jobId,

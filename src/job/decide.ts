@@ -191,3 +191,9 @@ export function joinTimeoutReason(state: JobState): string {
   const s = state.spec;
   return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s`;
 }
+
+/** Continue-as-new at a round boundary: when Temporal suggests it, or every N rounds if set. */
+export function shouldContinueAsNew(state: JobState, roundAtRunStart: number, suggested: boolean): boolean {
+  const every = state.spec.continueAsNewEveryRounds;
+  return suggested || (every !== undefined && state.round - roundAtRunStart >= every);
+}

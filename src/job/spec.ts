@@ -45,6 +45,11 @@ export const jobSpecSchema = z
     shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
     checkpointDir: z.string().min(1).optional(),
     keepCheckpoints: z.number().int().min(1).optional(),
+    /**
+     * Continue-as-new after this many rounds even before Temporal suggests it (which it does
+     * near its history limits); for operators who want short histories, and for tests.
+     */
+    continueAsNewEveryRounds: z.number().int().min(1).optional(),
     /** Set by the starter when the namespace has telastic's custom search attributes. */
     searchAttributes: z.boolean().default(false),
   })

@@ -629,3 +629,17 @@ describe('joinTimeoutReason', () => {
     expect(joinTimeoutReason(s)).toBe('rendezvous timed out: 2 of min 4 nodes joined within join_timeout 600s');
   });
 });
+
+describe('shouldContinueAsNew', () => {
+  const { shouldContinueAsNew } = jest.requireActual('../../src/job/decide') as typeof import('../../src/job/decide');
+  const base = (every?: number, round = 5) => ({ round, spec: { continueAsNewEveryRounds: every } }) as unknown as import('../../src/job/state').JobState;
+  test('when Temporal suggests it', () => {
+    expect(shouldContinueAsNew(base(undefined), 5, true)).toBe(true);
+    expect(shouldContinueAsNew(base(undefined), 0, false)).toBe(false);
+  });
+  test('every N rounds of this run', () => {
+    expect(shouldContinueAsNew(base(2, 5), 4, false)).toBe(false);
+    expect(shouldContinueAsNew(base(2, 6), 4, false)).toBe(true);
+    expect(shouldContinueAsNew(base(1, 5), 4, false)).toBe(true);
+  });
+});
