@@ -3,7 +3,7 @@
  * (the node activities) and, unless told not to, the control queue (job workflows), offers the
  * node to the job and follows the job until the node's part is over.
  */
-import { Client, WorkflowFailedError, type Connection } from '@temporalio/client';
+import { WorkflowFailedError, type Connection } from '@temporalio/client';
 import { CancelledFailure, ApplicationFailure } from '@temporalio/common';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import os from 'node:os';

@@ -10,7 +10,6 @@ import { startDevServer, type DevServer, type DevServerOptions } from '../../src
 
 declare global {
   /** The shared server, between global setup and teardown (both run in jest's parent process). */
-  // eslint-disable-next-line no-var
   var __TELASTIC_TEST_TEMPORAL__: DevServer | undefined;
 }
 
