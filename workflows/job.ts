@@ -60,7 +60,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
   );
   wf.setHandler(leaveSignal, (req) => {
     const r = leaveRequestSchema.safeParse(req);
-    if (r.success) state = d.applyDrain(state, r.data.nodeId);
+    if (r.success) state = d.applyDrain(state, r.data.nodeId, 'left');
   });
   wf.setHandler(
     drainUpdate,
@@ -89,6 +89,8 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
   const finish = (phase: 'failed' | 'cancelled' | 'succeeded') => {
     state = { ...state, phase };
     publish(state);
+    // Read by getJobStatus once no worker is left. Patched: histories recorded before it replay.
+    if (wf.patched('final-status-memo')) wf.upsertMemo({ status: toStatus(state) });
   };
   const fail = (reason: string, failure: Failure | null): never => {
     finish('failed');

@@ -101,6 +101,8 @@ export async function getJobStatus(o: ClientOptions, jobId: string): Promise<Job
   const handle = client(o).workflow.getHandle(jobId);
   const desc = await handle.describe();
   if (desc.status.name === 'RUNNING') return handle.query(statusQuery);
+  const memo = desc.memo?.status as JobStatus | undefined;
+  if (memo) return memo;
   try {
     return (await handle.result()).status;
   } catch (err) {

@@ -58,6 +58,7 @@ export function applyDeparture(state: JobState, nodeId: string, reason: Departur
     members: state.members.filter((m) => m.nodeId !== nodeId),
     waiting: state.waiting.filter((m) => m.nodeId !== nodeId),
     drains: state.drains.filter((d) => d !== nodeId),
+    leaving: state.leaving?.filter((d) => d !== nodeId),
     departed: [...state.departed.filter((d) => d.nodeId !== nodeId), departure].slice(-MAX_DEPARTURES),
   };
 }
@@ -68,12 +69,16 @@ export function validateDrain(state: JobState, nodeId: string): string | null {
   return `node ${nodeId} is not in job ${state.spec.jobId} (nodes: ${known.join(', ') || 'none'})`;
 }
 
-/** A drain of a member waits for the round boundary; anything else leaves at once. */
-export function applyDrain(state: JobState, nodeId: string): JobState {
+/**
+ * A drain (or a node's own leave) of a member waits for the round boundary; a node outside
+ * the round leaves at once. Either way it is a membership change, never a failure.
+ */
+export function applyDrain(state: JobState, nodeId: string, reason: 'drained' | 'left' = 'drained'): JobState {
   if (validateDrain(state, nodeId) !== null) return state;
-  if (!state.members.some((m) => m.nodeId === nodeId)) return applyDeparture(state, nodeId, 'drained');
-  if (state.drains.includes(nodeId)) return state;
-  return { ...state, drains: [...state.drains, nodeId] };
+  if (!state.members.some((m) => m.nodeId === nodeId)) return applyDeparture(state, nodeId, reason);
+  const leaving = reason === 'left' ? [...(state.leaving ?? []).filter((l) => l !== nodeId), nodeId] : state.leaving;
+  if (state.drains.includes(nodeId)) return { ...state, leaving };
+  return { ...state, drains: [...state.drains, nodeId], leaving };
 }
 
 export function validateScale(state: JobState, req: ScaleRequest): string | null {
@@ -106,7 +111,7 @@ export function planRound(state: JobState): { participants: NodeRecord[]; spares
 /** Apply drains and a shrunk maxNodes at a round boundary. Members beyond maxNodes become spares. */
 export function settleMembership(state: JobState): JobState {
   let next = state;
-  for (const nodeId of state.drains) next = applyDeparture(next, nodeId, 'drained');
+  for (const nodeId of state.drains) next = applyDeparture(next, nodeId, state.leaving?.includes(nodeId) ? 'left' : 'drained');
   const excess = next.members.slice(next.spec.maxNodes);
   if (excess.length === 0) return next;
   return { ...next, members: next.members.slice(0, next.spec.maxNodes), waiting: [...excess, ...next.waiting] };

@@ -77,6 +77,8 @@ export interface JobState {
   finished: string[];
   /** Drains accepted but not applied yet (applied at the next round boundary). */
   drains: string[];
+  /** Of `drains`, the nodes that left on their own (agent stopped) rather than being drained. */
+  leaving?: string[];
   /** A failure whose restart is not yet accounted (blame is settled at the next prepare). */
   pendingFailure: Failure | null;
   lastFailure: Failure | null;

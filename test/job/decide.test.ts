@@ -643,3 +643,25 @@ describe('shouldContinueAsNew', () => {
     expect(shouldContinueAsNew(base(1, 5), 4, false)).toBe(true);
   });
 });
+
+describe('a node leaving on its own', () => {
+  const dd = jest.requireActual('../../src/job/decide') as typeof import('../../src/job/decide');
+  const st = jest.requireActual('../../src/job/state') as typeof import('../../src/job/state');
+  const spec = { jobId: 'j', minNodes: 1, maxNodes: 3, nprocPerNode: 1, maxRestarts: 0, role: 'default', entrypoint: { script: 's', args: [], module: false, noPython: false }, rdzv: { joinTimeoutMs: 1, lastCallTimeoutMs: 1, heartbeatTimeoutMs: 1, prepareTimeoutMs: 1 }, shutdownTimeoutMs: 1, searchAttributes: false };
+  const node = (nodeId: string) => ({ nodeId, address: 'h', slots: 1, joinedAt: 0 });
+  test('a member that leaves departs as left at the round boundary; a drained one as drained', () => {
+    let s = { ...st.initialState(spec, 0), members: [node('a'), node('b'), node('c')] };
+    s = dd.applyDrain(s, 'a', 'left');
+    s = dd.applyDrain(s, 'b');
+    expect(dd.interruptReason(s, ['a', 'b', 'c'])).toMatch(/^drain of a$/);
+    s = dd.settleMembership(s);
+    expect(s.members.map((m) => m.nodeId)).toEqual(['c']);
+    expect(s.departed.map((d) => [d.nodeId, d.reason])).toEqual([['a', 'left'], ['b', 'drained']]);
+    expect(s.leaving).toEqual([]);
+  });
+  test('a waiting node that leaves departs at once as left', () => {
+    const s = dd.applyDrain({ ...st.initialState(spec, 0), members: [node('a')], waiting: [node('w')] }, 'w', 'left');
+    expect(s.waiting).toEqual([]);
+    expect(s.departed).toEqual([{ nodeId: 'w', reason: 'left', round: 0 }]);
+  });
+});
