@@ -9,8 +9,12 @@ import { connectNative } from '../temporal/connect';
 
 export async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'run') {
-    process.exitCode = await runCommand(argv.slice(1));
-    return;
+    const code = await runCommand(argv.slice(1));
+    // A client long poll (the job result) may still be open; once stdout and stderr are
+    // flushed, the node's part is over.
+    await new Promise((r) => process.stdout.write('', r));
+    await new Promise((r) => process.stderr.write('', r));
+    process.exit(code);
   }
   const program = new Command('telastic')
     .description('elastic distributed training coordinated by a durable Temporal workflow')

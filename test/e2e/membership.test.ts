@@ -87,3 +87,18 @@ test('scale down and drain shrink the job; the drained node exits 0; bad input c
   finish(out);
   expect(await Promise.all([agentOf(order[1]).exited, agentOf(order[2]).exited])).toEqual([0, 0]);
 });
+
+test('SIGTERM to an agent is a graceful leave: its workers stop, the job goes on without it, no restart spent', async () => {
+  const out = tmpDir('leave');
+  const job = uniqueJobId('leave');
+  const pair = ['leave-a', 'leave-b'].map((n) => startAgent(testAddress(), n, args(job, out, '1:2')));
+  agents.push(...pair);
+  await waitForRound(conn, job, (s) => s.worldSize === 2);
+  pair[1].proc.kill('SIGTERM');
+  expect(await pair[1].exited).toBe(143);
+  const after = await waitForRound(conn, job, (s) => s.worldSize === 1);
+  expect(after.nodes.find((n) => n.nodeId === 'leave-b')?.state).toBe('left');
+  expect(after.restarts).toBe(0);
+  finish(out);
+  expect(await pair[0].exited).toBe(0);
+});
