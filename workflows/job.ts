@@ -150,7 +150,7 @@ async function gather(get: () => JobState, set: (s: JobState) => void, fail: (r:
     const left = since + s.spec.rdzv.joinTimeoutMs - Date.now();
     const ok = left > 0 && (await wf.condition(() => d.available(get()) >= get().spec.minNodes || get().cancelRequested, left));
     if (get().cancelRequested) return;
-    if (!ok) fail(d.joinTimeoutReason(get()), get().lastFailure);
+    if (!ok) fail(d.joinTimeoutReason(get()), get().pendingFailure ?? get().lastFailure);
   }
   set({ ...get(), phase: 'rendezvous', belowMinSince: null });
   publish(get());
