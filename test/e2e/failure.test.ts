@@ -1,17 +1,9 @@
 /** Worker failures: the whole round restarts, counted once; restarts exhausted → root cause. */
-import { Connection } from '@temporalio/client';
 import { testAddress } from '../setup/temporal';
-import { FAST_RDZV, WORKER, recordedEnvs, startAgent, status, stopAll, tmpDir, uniqueJobId, type Agent } from './harness';
+import { FAST_RDZV, WORKER, recordedEnvs, startAgent, status, tmpDir, uniqueJobId, e2eSuite } from './harness';
 
-let conn: Connection;
-const agents: Agent[] = [];
-beforeAll(async () => {
-  conn = await Connection.connect({ address: testAddress() });
-});
-afterAll(async () => {
-  await stopAll(agents);
-  await conn.close();
-});
+const e2e = e2eSuite();
+const agents = e2e.agents;
 
 test('a worker crash restarts the round on every node, counted once for the job', async () => {
   const out = tmpDir('crash');
@@ -27,7 +19,7 @@ test('a worker crash restarts the round on every node, counted once for the job'
   // Every rank ran again (the whole round restarted), and all saw the same job-wide count.
   for (const round of rounds) expect(envs.filter((e) => e.TELASTIC_ROUND === round)).toHaveLength(4);
   expect(envs.filter((e) => e.TELASTIC_ROUND === '2').map((e) => e.TORCHELASTIC_RESTART_COUNT)).toEqual(['1', '1', '1', '1']);
-  const s = await status(conn, job);
+  const s = await status(e2e.conn, job);
   expect(s).toMatchObject({ state: 'succeeded', restarts: 1 });
   expect(s.lastFailure).toMatchObject({ rank: 3, exitCode: 3, message: 'RuntimeError: rank 3 crashed on purpose' });
 });
@@ -42,5 +34,5 @@ test('restarts exhausted: every node exits non-zero with the root cause', async 
   for (const a of pair) {
     expect(a.output()).toMatch(/job .* failed after 1 restart\(s\) \(max 1\): rank 1 on node exhaust-\w: exit code 3: RuntimeError: rank 1 crashed on purpose/);
   }
-  expect(await status(conn, job)).toMatchObject({ state: 'failed', restarts: 2, lastFailure: { rank: 1, exitCode: 3 } });
+  expect(await status(e2e.conn, job)).toMatchObject({ state: 'failed', restarts: 2, lastFailure: { rank: 1, exitCode: 3 } });
 });

@@ -6,7 +6,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ROOT, waitFor } from '../../bench/agents';
+import { ROOT, stopAll, waitFor, type Agent } from '../../bench/agents';
+import { testAddress } from '../setup/temporal';
 export { BIN, ROOT, alive, startAgent, stopAll, waitFor, type Agent } from '../../bench/agents';
 import { getJobStatus } from '../../src/client/api';
 import type { JobStatus } from '../../src/job/status';
@@ -60,3 +61,27 @@ export function finish(out: string): void {
 
 /** Fast timings for tests: a node is noticed lost after 3 s instead of 10. */
 export const FAST_RDZV = ['--rdzv-conf', 'heartbeat_timeout=3,last_call_timeout=1,join_timeout=60,prepare_timeout=3', '--shutdown-timeout', '3', '--monitor-interval', '0.1'];
+
+/**
+ * A test file's connection to the shared server and its agents; after the file, agents are
+ * thawed (a test may have frozen one) and killed, and the connection closed.
+ */
+export function e2eSuite(): { readonly conn: Connection; agents: Agent[] } {
+  let conn: Connection | undefined;
+  const agents: Agent[] = [];
+  beforeAll(async () => {
+    conn = await Connection.connect({ address: testAddress() });
+  });
+  afterAll(async () => {
+    for (const a of agents) if (a.proc.pid) try { process.kill(a.proc.pid, 'SIGCONT'); } catch { /* gone */ }
+    await stopAll(agents);
+    await conn?.close();
+  });
+  return {
+    get conn() {
+      if (!conn) throw new Error('e2eSuite: no connection outside a test');
+      return conn;
+    },
+    agents,
+  };
+}

@@ -1,18 +1,9 @@
 /** Node loss: an agent killed with SIGKILL, or frozen with SIGSTOP, is dropped and the job goes on. */
-import { Connection } from '@temporalio/client';
 import { testAddress } from '../setup/temporal';
-import { FAST_RDZV, WORKER, alive, finish, recordedPids, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { FAST_RDZV, WORKER, alive, finish, recordedPids, startAgent, status, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite } from './harness';
 
-let conn: Connection;
-const agents: Agent[] = [];
-beforeAll(async () => {
-  conn = await Connection.connect({ address: testAddress() });
-});
-afterAll(async () => {
-  for (const a of agents) if (a.proc.pid) try { process.kill(a.proc.pid, 'SIGCONT'); } catch { /* gone */ }
-  await stopAll(agents);
-  await conn.close();
-});
+const e2e = e2eSuite();
+const agents = e2e.agents;
 
 function jobArgs(job: string, out: string, nnodes: string): string[] {
   return ['--nnodes', nnodes, '--nproc-per-node', '2', '--max-restarts', '3', '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out, '--child'];
@@ -23,7 +14,7 @@ test('kill -9 of an agent: its workers die with it, the job shrinks and goes on'
   const job = uniqueJobId('kill');
   const trio = ['kill-a', 'kill-b', 'kill-c'].map((n) => startAgent(testAddress(), n, jobArgs(job, out, '2:3')));
   agents.push(...trio);
-  const first = await waitForRound(conn, job, (s) => s.worldSize === 6);
+  const first = await waitForRound(e2e.conn, job, (s) => s.worldSize === 6);
   await waitFor('6 workers', () => recordedPids(out, first.round).length === 6);
   const victim = trio[1];
   const victimPids = recordedPidsOf(out, first.round, 'kill-b');
@@ -35,7 +26,7 @@ test('kill -9 of an agent: its workers die with it, the job shrinks and goes on'
   await waitFor('victim workers gone', () => victimPids.every((p) => !alive(p)), 5_000, 50);
   expect(Date.now() - killedAt).toBeLessThan(5_000);
 
-  const next = await waitForRound(conn, job, (s) => s.worldSize === 4 && s.round > first.round);
+  const next = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.round > first.round);
   expect(next.nodes.find((n) => n.nodeId === 'kill-b')?.state).toBe('lost');
   expect(next.lastFailure).toMatchObject({ nodeId: 'kill-b', rank: null });
   expect(next.restarts).toBe(1);
@@ -48,7 +39,7 @@ test('kill -STOP of an agent and its workers: dropped within the heartbeat timeo
   const job = uniqueJobId('stop');
   const pair = ['stop-a', 'stop-b'].map((n) => startAgent(testAddress(), n, jobArgs(job, out, '1:2')));
   agents.push(...pair);
-  const first = await waitForRound(conn, job, (s) => s.worldSize === 4);
+  const first = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4);
   await waitFor('4 workers', () => recordedPids(out, first.round).length === 4);
   const frozen = pair[1];
   const frozenWorkers = recordedPidsOf(out, first.round, 'stop-b');
@@ -56,7 +47,7 @@ test('kill -STOP of an agent and its workers: dropped within the heartbeat timeo
   for (const pid of group) process.kill(pid, 'SIGSTOP');
   const stoppedAt = Date.now();
 
-  const shrunk = await waitForRound(conn, job, (s) => s.worldSize === 2 && s.round > first.round, 30_000);
+  const shrunk = await waitForRound(e2e.conn, job, (s) => s.worldSize === 2 && s.round > first.round, 30_000);
   const detectedIn = Date.now() - stoppedAt;
   expect(shrunk.nodes.find((n) => n.nodeId === 'stop-b')?.state).toBe('lost');
   expect(shrunk.lastFailure).toMatchObject({ nodeId: 'stop-b', rank: null });
@@ -70,12 +61,12 @@ test('kill -STOP of an agent and its workers: dropped within the heartbeat timeo
   for (const pid of group) process.kill(pid, 'SIGCONT');
   // The woken node learns it was dropped, kills its stale workers and rejoins as a newcomer.
   await waitFor('frozen workers killed', () => frozenWorkers.every((p) => !alive(p)), 20_000);
-  const back = await waitForRound(conn, job, (s) => s.worldSize === 4 && s.round > shrunk.round, 30_000);
+  const back = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.round > shrunk.round, 30_000);
   expect(back.nodes.filter((n) => n.state === 'running').map((n) => n.nodeId)).toEqual(['stop-a', 'stop-b']);
   expect(back.restarts).toBe(1); // admitting the woken node cost nothing
   finish(out);
   expect(await Promise.all(pair.map((a) => a.exited))).toEqual([0, 0]);
-  expect((await status(conn, job)).state).toBe('succeeded');
+  expect((await status(e2e.conn, job)).state).toBe('succeeded');
 });
 
 function recordedPidsOf(out: string, round: number, node: string): number[] {

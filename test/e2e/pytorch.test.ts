@@ -2,29 +2,20 @@
  * Real PyTorch (CPU, gloo): examples/train.py, unmodified, on 2 nodes × 2 processes with
  * --checkpoint-dir. Progress lines `step world_size time` come from rank 0 (--progress).
  */
-import { Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { testAddress } from '../setup/temporal';
-import { ROOT, alive, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { ROOT, alive, startAgent, status, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite, type Agent } from './harness';
 
 const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const TRAIN = path.join(ROOT, 'examples', 'train.py');
 const env = { PYTHON_EXEC: PYTHON };
 const CKPT_EVERY = 20;
 
-let conn: Connection;
-const agents: Agent[] = [];
-beforeAll(async () => {
-  conn = await Connection.connect({ address: testAddress() });
-});
-afterAll(async () => {
-  for (const a of agents) if (a.proc.pid) try { process.kill(a.proc.pid, 'SIGCONT'); } catch { /* gone */ }
-  await stopAll(agents);
-  await conn.close();
-});
+const e2e = e2eSuite();
+const agents = e2e.agents;
 
 interface Job { job: string; dir: string; ckpt: string; progress: string; args: (nodes: string, ...extra: string[]) => string[] }
 
@@ -90,7 +81,7 @@ test('kill -9 of one node: the job shrinks, resumes from the last checkpoint and
   const j = newJob('torch-kill', 200);
   const pair = [start(j, 'tkill-a', '1:2'), start(j, 'tkill-b', '1:2')];
   await waitFor('step 50 at world size 4', () => progress(j.progress).some((l) => l.step >= 50 && l.world === 4), 120_000);
-  const s = await status(conn, j.job);
+  const s = await status(e2e.conn, j.job);
   const victim = pair.find((a) => a.nodeId === s.nodes.find((n) => n.groupRank === 1)!.nodeId)!;
   victim.proc.kill('SIGKILL');
   const survivor = pair.find((a) => a !== victim)!;
@@ -98,7 +89,7 @@ test('kill -9 of one node: the job shrinks, resumes from the last checkpoint and
   const lines = progress(j.progress);
   expect(lines.at(-1)).toEqual({ step: 200, world: 2 });
   expectResumedFromCheckpoint(lines, 2);
-  const final = await status(conn, j.job);
+  const final = await status(e2e.conn, j.job);
   expect(final).toMatchObject({ state: 'succeeded', restarts: 1, lastFailure: { nodeId: victim.nodeId, rank: null } });
   expect(final.checkpoint?.path).toMatch(/ckpt_\d{8}\.pt$/);
 });
@@ -112,7 +103,7 @@ test('a third node joins mid-training: admitted, world size grows, training cont
   const lines = progress(j.progress);
   expect(lines.at(-1)).toEqual({ step: 160, world: 6 });
   expectResumedFromCheckpoint(lines, 6);
-  expect(await status(conn, j.job)).toMatchObject({ state: 'succeeded', restarts: 0 });
+  expect(await status(e2e.conn, j.job)).toMatchObject({ state: 'succeeded', restarts: 0 });
 });
 
 test('a node killed while writing a checkpoint: the partial checkpoint is skipped, the previous one is used', async () => {
@@ -121,12 +112,12 @@ test('a node killed while writing a checkpoint: the partial checkpoint is skippe
   const pair = [start(j, 'tpart-a', '1:2', '--stall-in-checkpoint', String(stallAt)), start(j, 'tpart-b', '1:2', '--stall-in-checkpoint', String(stallAt))];
   const partial = path.join(j.ckpt, `ckpt_000000${stallAt}.pt`);
   await waitFor('the partial checkpoint', () => existsSync(partial), 120_000);
-  const s = await status(conn, j.job);
+  const s = await status(e2e.conn, j.job);
   const writer = pair.find((a) => a.nodeId === s.nodes.find((n) => n.groupRank === 0)!.nodeId)!;
   writer.proc.kill('SIGKILL');
   const survivor = pair.find((a) => a !== writer)!;
-  await waitFor('the next round', async () => (await status(conn, j.job)).worldSize === 2 && (await status(conn, j.job)).state === 'running', 60_000);
-  const resumed = await status(conn, j.job);
+  await waitFor('the next round', async () => (await status(e2e.conn, j.job)).worldSize === 2 && (await status(e2e.conn, j.job)).state === 'running', 60_000);
+  const resumed = await status(e2e.conn, j.job);
   expect(resumed.checkpoint?.path).toBe(path.join(j.ckpt, `ckpt_000000${stallAt - CKPT_EVERY}.pt`));
   expect(await survivor.exited).toBe(0);
   const lines = progress(j.progress);
@@ -140,7 +131,7 @@ test('kill -STOP of one node: detected by heartbeat, the survivor\'s workers blo
   const j = newJob('torch-stop', 150);
   const pair = [start(j, 'tstop-a', '1:2'), start(j, 'tstop-b', '1:2')];
   await waitFor('step 40 at world size 4', () => progress(j.progress).some((l) => l.step >= 40 && l.world === 4), 120_000);
-  const s = await status(conn, j.job);
+  const s = await status(e2e.conn, j.job);
   const frozenId = s.nodes.find((n) => n.groupRank === 1)!.nodeId;
   const frozen = pair.find((a) => a.nodeId === frozenId)!;
   const survivor = pair.find((a) => a !== frozen)!;
@@ -148,7 +139,7 @@ test('kill -STOP of one node: detected by heartbeat, the survivor\'s workers blo
   const survivorWorkers = childPids(survivor.proc.pid!);
   for (const pid of frozenPids) process.kill(pid, 'SIGSTOP');
   const stoppedAt = lastStep(j.progress);
-  const next = await waitForRound(conn, j.job, (x) => x.worldSize === 2, 60_000);
+  const next = await waitForRound(e2e.conn, j.job, (x) => x.worldSize === 2, 60_000);
   expect(next.lastFailure).toMatchObject({ nodeId: frozenId, rank: null });
   expect(next.lastFailure?.message).toMatch(/heartbeat/);
   // The survivor's old workers were blocked in a collective with the frozen peer; they are gone.

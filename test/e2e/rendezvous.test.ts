@@ -1,17 +1,9 @@
 /** Rendezvous rounds: last call after min, closing at max at once, join timeout. */
-import { Connection } from '@temporalio/client';
 import { testAddress } from '../setup/temporal';
-import { WORKER, finish, startAgent, status, stopAll, tmpDir, uniqueJobId, waitForRound, type Agent } from './harness';
+import { WORKER, finish, startAgent, status, tmpDir, uniqueJobId, waitForRound, e2eSuite } from './harness';
 
-let conn: Connection;
-const agents: Agent[] = [];
-beforeAll(async () => {
-  conn = await Connection.connect({ address: testAddress() });
-});
-afterAll(async () => {
-  await stopAll(agents);
-  await conn.close();
-});
+const e2e = e2eSuite();
+const agents = e2e.agents;
 
 const rdzv = (conf: string) => ['--rdzv-conf', `heartbeat_timeout=3,prepare_timeout=3,${conf}`, '--shutdown-timeout', '3'];
 
@@ -24,7 +16,7 @@ test('min reached: the round waits out the last call for more nodes, then forms 
   // A second node joining within the last call lands in the first round.
   await new Promise((r) => setTimeout(r, 500));
   agents.push(startAgent(testAddress(), 'min-b', args));
-  const s = await waitForRound(conn, job, () => true);
+  const s = await waitForRound(e2e.conn, job, () => true);
   expect(s.round).toBe(1);
   expect(s.worldSize).toBe(2);
   expect(s.nodes.filter((n) => n.state === 'running').map((n) => n.nodeId)).toEqual(['min-a', 'min-b']);
@@ -38,7 +30,7 @@ test('max reached: the round closes at once, without waiting out the last call',
   const args = ['--nnodes', '1:2', '--rdzv-id', job, ...rdzv('last_call_timeout=600'), WORKER, '--out', out];
   const started = Date.now();
   agents.push(startAgent(testAddress(), 'max-a', args), startAgent(testAddress(), 'max-b', args));
-  const s = await waitForRound(conn, job, () => true, 60_000);
+  const s = await waitForRound(e2e.conn, job, () => true, 60_000);
   expect(Date.now() - started).toBeLessThan(60_000); // far below the 600 s last call
   expect(s.worldSize).toBe(2);
   finish(out);
@@ -52,5 +44,5 @@ test('join timeout: below min for longer than join_timeout fails the job with a 
   agents.push(a);
   expect(await a.exited).toBe(1);
   expect(a.output()).toContain('rendezvous timed out: 1 of min 2 nodes joined within join_timeout 2s');
-  await expect(status(conn, job)).resolves.toMatchObject({ state: 'failed' });
+  await expect(status(e2e.conn, job)).resolves.toMatchObject({ state: 'failed' });
 });
