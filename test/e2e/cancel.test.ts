@@ -1,5 +1,6 @@
 /** `telastic cancel`: every node's workers stop and every `telastic run` exits non-zero. */
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
+import { TelasticRound, TelasticState, TelasticWorldSize } from '../../src/temporal/search-attributes';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { testAddress } from '../setup/temporal';
@@ -24,5 +25,11 @@ test('cancel stops the workers on every node; each agent exits 1 saying the job 
   for (const a of agents) expect(a.output()).toContain(`job ${job} was cancelled`);
   expect(pids.filter(alive)).toEqual([]);
   expect(await status(conn, job)).toMatchObject({ state: 'cancelled', round: s.round });
+  // The Web UI's list reads the job from its search attributes.
+  const desc = await new Client({ connection: conn }).workflow.getHandle(job).describe();
+  expect(desc.status.name).toBe('CANCELLED');
+  expect(desc.typedSearchAttributes.get(TelasticState)).toBe('cancelled');
+  expect(desc.typedSearchAttributes.get(TelasticWorldSize)).toBe(0);
+  expect(desc.typedSearchAttributes.get(TelasticRound)).toBe(s.round);
   await conn.close();
 });
