@@ -136,9 +136,11 @@ export function outcomeOfFailure(jobId: string, err: unknown): AgentOutcome {
   const cause = err instanceof WorkflowFailedError ? err.cause : err;
   if (cause instanceof CancelledFailure) return { code: 1, summary: `job ${jobId} was cancelled` };
   if (cause instanceof ApplicationFailure) {
-    const details = cause.details?.[0] as { failure?: Failure | null } | undefined;
-    const root = details?.failure ? ` (root cause: ${describeFailure(details.failure)})` : '';
-    return { code: 1, summary: `job ${jobId} failed: ${cause.message}${root && !cause.message.includes(describeFailure(details!.failure!)) ? root : ''}` };
+    const failure = (cause.details?.[0] as { failure?: Failure | null } | undefined)?.failure;
+    const root = failure ? describeFailure(failure) : '';
+    // Restarts-exhausted messages already end with the root cause; others (join timeout) add it.
+    const suffix = root && !cause.message.includes(root) ? ` (root cause: ${root})` : '';
+    return { code: 1, summary: `job ${jobId} failed: ${cause.message}${suffix}` };
   }
   return { code: 1, summary: `job ${jobId} failed: ${cause instanceof Error ? cause.message : String(cause)}` };
 }

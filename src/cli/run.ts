@@ -92,7 +92,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       },
       abort.signal,
     );
-    console.error(outcome.code === 0 ? `telastic: ${outcome.summary}` : `telastic: ${outcome.summary}`);
+    console.error(`telastic: ${outcome.summary}`);
     await conn.close();
     await native.close();
     return outcome.code;
