@@ -76,7 +76,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     current = group;
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
     deps.onWorkersStarted?.(a, group.pids);
-    const every = Math.max(100, Math.min(1000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
+    // The job picks the interval from the heartbeat timeout and the group size; older jobs did not.
+    const every = Math.max(100, a.heartbeatIntervalMs ?? Math.min(1000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
     const beat = setInterval(() => ctx.heartbeat({ round: a.round }), every);
     try {
       const result = await Promise.race([group.wait(), ctx.cancelled]);

@@ -1,3 +1,5 @@
 /** Workflow bundle entry: every workflow type telastic registers. */
 export { elasticJob } from './job';
 export type { JobInput, JobResult } from './job';
+export { prepareGroup, runGroup } from './group';
+export { jobLobby } from './lobby';

@@ -9,8 +9,8 @@ import * as d from '../src/job/decide';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, scaleRequestSchema, describeZodError } from '../src/job/spec';
 import type { JobSpecInput } from '../src/job/spec';
 import { initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
-import { toStatus, type JobStatus } from '../src/job/status';
-import { cancelSignal, drainSignal, drainUpdate, joinUpdate, leaveSignal, scaleUpdate, statusQuery } from './messages';
+import { nodeView, toStatus, type JobStatus } from '../src/job/status';
+import { cancelSignal, drainSignal, drainUpdate, groupFinishedSignal, joinUpdate, leaveSignal, lobbyBatchSignal, nodeQuery, scaleUpdate, statusQuery, type LobbyEvent } from './messages';
 import { runRound, prepareRound } from './round';
 import { publish } from './publish';
 import type { z } from 'zod';
@@ -50,6 +50,13 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
   };
 
   wf.setHandler(statusQuery, () => toStatus(state));
+  wf.setHandler(nodeQuery, (nodeId) => nodeView(state, nodeId));
+  wf.setHandler(lobbyBatchSignal, (events) => {
+    for (const e of events) state = applyLobbyEvent(state, e, Date.now());
+  });
+  wf.setHandler(groupFinishedSignal, ({ round, nodeIds }) => {
+    if (round === state.round) state = { ...state, finished: [...new Set([...state.finished, ...nodeIds])] };
+  });
   wf.setHandler(
     joinUpdate,
     (req) => {
@@ -131,6 +138,19 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     }
     throw err;
   }
+}
+
+/** A join or leave forwarded by a lobby; a join that does not parse is refused like a mismatch. */
+function applyLobbyEvent(state: JobState, e: LobbyEvent, now: number): JobState {
+  if (e.kind === 'leave') {
+    const r = leaveRequestSchema.safeParse(e.req);
+    return r.success ? d.applyDrain(state, r.data.nodeId, 'left') : state;
+  }
+  const r = joinRequestSchema.safeParse(e.req);
+  if (r.success) return d.applyJoinOrReject(state, r.data, now);
+  const nodeId = typeof e.req?.nodeId === 'string' ? e.req.nodeId : null;
+  if (nodeId === null) return state;
+  return { ...state, rejected: [...(state.rejected ?? []).filter((x) => x.nodeId !== nodeId), { nodeId, reason: describeZodError(r.error, 'join: ') }] };
 }
 
 /**

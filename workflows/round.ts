@@ -1,14 +1,16 @@
 /**
  * One rendezvous round: `prepare` on every participant, then `runWorkers` on all of them until
- * they finish, one fails or vanishes, or the membership must change.
+ * they finish, one fails or vanishes, or the membership must change. The node activities run
+ * in group workflows (workflows/group.ts) of at most `group_size` nodes; this file only starts
+ * them and applies what they report.
  */
 import * as wf from '@temporalio/workflow';
-import { ActivityCancellationType, ActivityFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
-import type { NodeActivities } from '../activities/types';
-import { nodeQueue } from '../activities/types';
+import { ChildWorkflowCancellationType, ParentClosePolicy } from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import type { Failure, JobState, NodeRecord } from '../src/job/state';
+import { WORKFLOW_TASK_TIMEOUT, groupWorkflowId, heartbeatIntervalMs, partition } from '../src/job/groups';
+import type { JobState, NodeRecord } from '../src/job/state';
 import { findResumePoint } from './checkpoint';
+import { prepareGroup, runGroup, type GroupTiming, type NodeOutcome, type PrepareAnswer } from './group';
 import { publish } from './publish';
 
 export interface PreparedRound {
@@ -16,39 +18,27 @@ export interface PreparedRound {
   master: { addr: string; port: number };
 }
 
-type Outcome = { kind: 'succeeded' } | { kind: 'failed'; failure: Failure } | { kind: 'lost'; why: string } | { kind: 'stopped' };
-
 type Get = () => JobState;
 type Set = (s: JobState) => void;
 
-/**
- * Node activities are pinned to the node's own queue: they start processes on that machine.
- * One attempt only: a retry after a timeout would go back to the same (dead) node; the
- * workflow decides what a lost node means instead.
- */
-function onNode(s: JobState, nodeId: string, summary: string, long: boolean): NodeActivities {
-  const { rdzv, shutdownTimeoutMs } = s.spec;
-  return wf.proxyActivities<NodeActivities>({
-    taskQueue: nodeQueue(nodeId),
-    scheduleToStartTimeout: rdzv.prepareTimeoutMs,
-    startToCloseTimeout: long ? '3650 days' : shutdownTimeoutMs + 60_000,
-    heartbeatTimeout: rdzv.heartbeatTimeoutMs,
-    retry: { maximumAttempts: 1 },
-    cancellationType: ActivityCancellationType.TRY_CANCEL,
-    summary,
-  });
+function timing(s: JobState): GroupTiming {
+  const { heartbeatTimeoutMs, prepareTimeoutMs } = s.spec.rdzv;
+  return { heartbeatTimeoutMs, prepareTimeoutMs, shutdownTimeoutMs: s.spec.shutdownTimeoutMs };
 }
 
-function classify(err: unknown, s: JobState): Outcome {
-  if (isCancellation(err)) return { kind: 'stopped' };
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof TimeoutFailure) {
-    const t = cause.timeoutType;
-    return t === 'HEARTBEAT'
-      ? { kind: 'lost', why: `no heartbeat within ${s.spec.rdzv.heartbeatTimeoutMs / 1000}s` }
-      : { kind: 'lost', why: `did not answer within ${s.spec.rdzv.prepareTimeoutMs / 1000}s` };
-  }
-  return { kind: 'lost', why: cause instanceof Error ? cause.message : String(cause) };
+/**
+ * Options of a group child. TRY_CANCEL: the job goes on at once when it stops a round (the
+ * next `prepare` stops stale workers anyway); REQUEST_CANCEL: a job that ends or continues as
+ * new cancels its groups rather than leaving them to run.
+ */
+function groupOptions(s: JobState, round: number, phase: 'prepare' | 'run', index: number, summary: string) {
+  return {
+    workflowId: groupWorkflowId(s.spec.jobId, round, phase, index),
+    cancellationType: ChildWorkflowCancellationType.TRY_CANCEL,
+    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    staticSummary: summary,
+  };
 }
 
 /** Returns null when the round must form again (too few nodes, or one did not answer). */
@@ -58,24 +48,27 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
   const round = get().round + 1;
   set({ ...get(), round, phase: 'rendezvous' });
   publish(get());
-  const results = await Promise.all(
-    plan.participants.map((p) =>
-      onNode(get(), p.nodeId, `round ${round}: prepare ${p.nodeId}`, false)
-        .prepare({ jobId: get().spec.jobId, round, nodeId: p.nodeId })
-        .then((r) => ({ ok: true as const, port: r.port }), (e: unknown) => ({ ok: false as const, outcome: classify(e, get()) })),
-    ),
-  );
+  const s0 = get();
+  const groups = partition(plan.participants.map((p) => p.nodeId), s0.spec.rdzv.groupSize);
+  const answers: PrepareAnswer[] = (
+    await Promise.all(
+      groups.map((nodeIds, i) =>
+        wf.executeChild(prepareGroup, {
+          ...groupOptions(s0, round, 'prepare', i, `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`),
+          args: [{ jobId: s0.spec.jobId, round, nodeIds, timing: timing(s0) }],
+        }),
+      ),
+    )
+  ).flat();
   let s = get();
   let lost = false;
-  results.forEach((r, i) => {
-    if (r.ok) return;
-    const nodeId = plan.participants[i].nodeId;
-    const wasMember = s.members.some((m) => m.nodeId === nodeId);
-    s = d.applyDeparture(s, nodeId, 'lost');
-    const why = r.outcome.kind === 'lost' ? r.outcome.why : 'did not answer prepare';
-    if (wasMember) s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, nodeId, why)) };
+  for (const a of answers) {
+    if (a.ok) continue;
+    const wasMember = s.members.some((m) => m.nodeId === a.nodeId);
+    s = d.applyDeparture(s, a.nodeId, 'lost');
+    if (wasMember) s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, a.nodeId, a.why)) };
     lost = true;
-  });
+  }
   if (lost) {
     set(s);
     return null;
@@ -84,7 +77,7 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
   const everyone = [...s.members, ...s.waiting];
   const members = ids.map((id) => everyone.find((n) => n.nodeId === id)).filter((n): n is NodeRecord => !!n);
   set({ ...s, members, waiting: everyone.filter((n) => !ids.includes(n.nodeId)), finished: [] });
-  const first = results[0];
+  const first = answers[0];
   return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 } };
 }
 
@@ -93,44 +86,46 @@ export async function runRound(get: Get, set: Set, prepared: PreparedRound): Pro
   const found = await findResumePoint(get(), prepared.participants[0].nodeId);
   set(found.state);
   const s0 = get();
-  const assignments = d.assignRanks(s0, prepared.participants, prepared.master, { resumeFrom: found.resumeFrom });
+  const { groupSize, heartbeatTimeoutMs } = s0.spec.rdzv;
+  const heartbeat = heartbeatIntervalMs(heartbeatTimeoutMs, groupSize);
+  const assignments = d.assignRanks(s0, prepared.participants, prepared.master, { resumeFrom: found.resumeFrom }).map((a) => ({ ...a, heartbeatIntervalMs: heartbeat }));
   const ids = assignments.map((a) => a.nodeId);
   const round = s0.round;
   set({ ...s0, phase: 'running' });
   publish(get());
-  const outcomes = new Map<string, Outcome>();
+  const outcomes = new Map<string, NodeOutcome>();
+  const groups = partition(assignments, groupSize);
+  let done = 0;
   const scope = new wf.CancellationScope();
-  for (const a of assignments) {
-    const summary = `round ${round}: run ranks ${a.rankOffset}-${a.rankOffset + a.localWorldSize - 1} on ${a.nodeId} (group rank ${a.groupRank}/${a.groupWorldSize})`;
-    const act = onNode(s0, a.nodeId, summary, true);
+  groups.forEach((group, i) => {
+    const first = group[0];
+    const last = group[group.length - 1];
+    const summary = `round ${round}: run group ranks ${first.groupRank}-${last.groupRank} (${group.length} node(s))`;
     scope
-      .run(() => act.runWorkers(a))
+      .run(() => wf.executeChild(runGroup, { ...groupOptions(s0, round, 'run', i, summary), args: [{ round, assignments: group, timing: timing(s0) }] }))
       .then(
-        (r) => {
-          if (r.state === 'succeeded') {
-            outcomes.set(a.nodeId, { kind: 'succeeded' });
-            if (get().round === round) set({ ...get(), finished: [...get().finished, a.nodeId] });
-            return;
-          }
-          const f = r.failure;
-          const failure: Failure = { nodeId: a.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message, round };
-          outcomes.set(a.nodeId, { kind: 'failed', failure });
+        (results) => {
+          for (const o of results) outcomes.set(o.nodeId, o);
+          const ok = results.filter((o) => o.kind === 'succeeded').map((o) => o.nodeId);
+          if (get().round === round) set({ ...get(), finished: [...new Set([...get().finished, ...ok])] });
         },
-        (e: unknown) => outcomes.set(a.nodeId, classify(e, get())),
-      );
-  }
+        // The group workflow itself failed or was cancelled: its nodes are stopped, no one is blamed.
+        () => group.forEach((a) => outcomes.has(a.nodeId) || outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'stopped' })),
+      )
+      .finally(() => done++);
+  });
   const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
-  await wf.condition(() => outcomes.size === ids.length || bad() || d.interruptReason(get(), ids) !== null);
+  await wf.condition(() => done === groups.length || bad() || d.interruptReason(get(), ids) !== null);
   if (!bad() && outcomes.size === ids.length) return 'succeeded';
 
   set({ ...get(), phase: 'restarting' });
   scope.cancel();
   let s = get();
-  for (const [nodeId, o] of outcomes) {
+  for (const o of outcomes.values()) {
     if (o.kind === 'failed') s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, o.failure) };
     if (o.kind === 'lost') {
-      s = d.applyDeparture(s, nodeId, 'lost');
-      s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, nodeId, o.why)) };
+      s = d.applyDeparture(s, o.nodeId, 'lost');
+      s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, o.nodeId, o.why)) };
     }
   }
   set({ ...s, finished: [] });

@@ -11,11 +11,11 @@ import path from 'node:path';
 import { createNodeActivities } from '../../activities/node';
 import { createCheckpointActivities } from '../checkpoints';
 import { nodeQueue } from '../../activities/types';
-import { JobInputError, joinJob, startJob } from '../client/api';
+import { JobInputError, nodeState, sendToLobby, startJob } from '../client/api';
 import { describeFailure } from '../job/decide';
 import type { JobSpecInput, JoinRequest } from '../job/spec';
 import type { Failure } from '../job/state';
-import { statusQuery, leaveSignal } from '../../workflows/messages';
+import { DEFAULT_GROUP_SIZE, agentPollMs } from '../job/groups';
 import { log } from '../log';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { createReaper, killOrphans } from './workers';
@@ -43,7 +43,8 @@ export interface AgentOutcome {
   summary: string;
 }
 
-const POLL_MS = 1000;
+const LEAVE_WAIT_MS = 5000;
+const FINAL: string[] = ['succeeded', 'failed', 'cancelled'];
 
 export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promise<AgentOutcome> {
   const jobId = o.spec.jobId;
@@ -74,12 +75,28 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
     entrypoint: { module: false, noPython: false, ...o.spec.entrypoint },
     role: o.spec.role ?? 'default',
   };
+  const lobby = { jobId, maxNodes: o.spec.maxNodes, groupSize: o.spec.rdzv?.groupSize ?? DEFAULT_GROUP_SIZE };
+  const pollMs = agentPollMs(o.spec.maxNodes);
   try {
     const handle = await startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes });
     if (o.uiUrl) console.error(`telastic: job ${jobId}: ${o.uiUrl}/namespaces/${o.namespace}/workflows/${jobId}`);
-    await joinJob(opts, jobId, req);
-    nodeLog.info('joined');
+    await sendToLobby(opts, lobby, { kind: 'join', req });
+    nodeLog.info('join sent');
     return await follow();
+
+    /**
+     * A graceful leave: its workers stop only once the job knows (or after LEAVE_WAIT_MS without a
+     * coordinator), so that their exit is not mistaken for a lost node.
+     */
+    async function leave(): Promise<void> {
+      const sent = await sendToLobby(opts, lobby, { kind: 'leave', req: { nodeId: o.nodeId, reason: 'agent stopped' } }).then(() => true, () => false);
+      const deadline = Date.now() + LEAVE_WAIT_MS;
+      while (sent && Date.now() < deadline) {
+        const v = await o.connection.withDeadline(deadline, () => nodeState(opts, jobId, o.nodeId)).catch(() => null);
+        if (v && (FINAL.includes(v.job) || ['draining', 'left', 'drained', 'lost'].includes(v.node))) return;
+        await sleep(200);
+      }
+    }
 
     async function follow(): Promise<AgentOutcome> {
       let done = false;
@@ -95,18 +112,19 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
       });
       const watch = (async (): Promise<AgentOutcome | null> => {
         while (!done && !stopSignal.aborted) {
-          await sleep(POLL_MS);
+          await sleep(pollMs);
           if (done || stopSignal.aborted) return null;
           const me = await o.connection
-            .withDeadline(Date.now() + 5000, () => handle.query(statusQuery))
-            .then((s) => (s.state === 'succeeded' || s.state === 'failed' || s.state === 'cancelled' ? undefined : s.nodes.find((n) => n.nodeId === o.nodeId)))
+            .withDeadline(Date.now() + 5000, () => nodeState(opts, jobId, o.nodeId))
+            .then((v) => (FINAL.includes(v.job) ? undefined : v))
             .catch(() => undefined);
           if (!me) continue;
-          if (me.state === 'drained' || me.state === 'left') return { code: 0, summary: `node ${o.nodeId} was drained from job ${jobId}` };
-          if (me.state === 'lost') {
+          if (me.node === 'rejected') return { code: 2, summary: `join rejected: ${me.reason ?? 'by the job'}` };
+          if (me.node === 'drained' || me.node === 'left') return { code: 0, summary: `node ${o.nodeId} was drained from job ${jobId}` };
+          if (me.node === 'lost') {
             nodeLog.warn('this node was dropped from the job: stopping its workers and joining again');
             await node.stopAll('node was dropped');
-            await joinJob(opts, jobId, req).catch((err) => nodeLog.error({ err: String(err) }, 'rejoin failed'));
+            await sendToLobby(opts, lobby, { kind: 'join', req }).catch((err) => nodeLog.error({ err: String(err) }, 'rejoin failed'));
           }
         }
         return null;
@@ -114,7 +132,7 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
       const first = await Promise.race([result, stopped, watch.then((w) => w ?? result)]);
       done = true;
       await watch; // no client call may still be in flight when the connection closes
-      if (first.code === 143) await handle.signal(leaveSignal, { nodeId: o.nodeId, reason: 'agent stopped' }).catch(() => undefined);
+      if (first.code === 143) await leave();
       return first;
     }
   } catch (err) {

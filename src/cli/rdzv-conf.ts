@@ -4,6 +4,7 @@
  * telastic's rendezvous timing. Keys telastic does not use (torchrun's `close_timeout`,
  * `read_timeout`, backend-specific ones) are accepted and ignored, with a note.
  */
+import { DEFAULT_GROUP_SIZE } from '../job/groups';
 import type { RdzvTiming } from '../job/spec';
 import { UsageError } from './errors';
 import { secondsToMs, type RawValue } from './values';
@@ -13,14 +14,15 @@ const KNOWN = {
   last_call_timeout: { field: 'lastCallTimeoutMs', bound: 'nonnegative', defaultMs: 30_000 },
   heartbeat_timeout: { field: 'heartbeatTimeoutMs', bound: 'positive', defaultMs: 10_000 },
   prepare_timeout: { field: 'prepareTimeoutMs', bound: 'positive', defaultMs: 5_000 },
-} as const satisfies Record<string, { field: keyof RdzvTiming; bound: 'positive' | 'nonnegative'; defaultMs: number }>;
+} as const satisfies Record<string, { field: Exclude<keyof RdzvTiming, 'groupSize'>; bound: 'positive' | 'nonnegative'; defaultMs: number }>;
 
-/** The defaults, in seconds as `--rdzv-conf` takes them: 600, 30, 10 and 5. */
+/** The defaults, in seconds as `--rdzv-conf` takes them: 600, 30, 10 and 5; group_size 64. */
 export const RDZV_CONF_DEFAULTS_MS: RdzvTiming = {
   joinTimeoutMs: KNOWN.join_timeout.defaultMs,
   lastCallTimeoutMs: KNOWN.last_call_timeout.defaultMs,
   heartbeatTimeoutMs: KNOWN.heartbeat_timeout.defaultMs,
   prepareTimeoutMs: KNOWN.prepare_timeout.defaultMs,
+  groupSize: DEFAULT_GROUP_SIZE,
 };
 
 /** Split `key=value,…` into pairs; a malformed entry is a UsageError naming that entry. */
@@ -41,6 +43,12 @@ export function compileRdzvConf(value: RawValue | undefined): { rdzv: RdzvTiming
   const rdzv = { ...RDZV_CONF_DEFAULTS_MS };
   const notes: string[] = [];
   for (const [key, raw, entry] of value ? splitRdzvConf(value) : []) {
+    if (key === 'group_size') {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < 1 || n > 1000) throw UsageError.invalid(value!.from, entry, 'group_size must be an integer from 1 to 1000');
+      rdzv.groupSize = n;
+      continue;
+    }
     const known = Object.hasOwn(KNOWN, key) ? KNOWN[key as keyof typeof KNOWN] : undefined;
     if (!known) {
       notes.push(`${value!.from} ${entry}: not used by telastic; ignored`);

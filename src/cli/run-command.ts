@@ -34,7 +34,7 @@ export const TORCHRUN_FLAGS: readonly RunFlag[] = [
   flag('rdzv-backend', 'backend', 'rendezvous backend; only "temporal" (default temporal)'),
   flag('rdzv-endpoint', 'host:port', 'the Temporal frontend (default TEMPORAL_ADDRESS or localhost:7233)'),
   flag('rdzv-id', 'id', 'job id shared by all nodes; the job workflow id (default "none")'),
-  flag('rdzv-conf', 'k=v,…', 'join_timeout=600,last_call_timeout=30,heartbeat_timeout=10,prepare_timeout=5 (seconds)'),
+  flag('rdzv-conf', 'k=v,…', 'join_timeout=600,last_call_timeout=30,heartbeat_timeout=10,prepare_timeout=5 (seconds),group_size=64 (nodes per group workflow)'),
   flag('standalone', undefined, 'single machine: start an embedded Temporal dev server, fresh --rdzv-id'),
   flag('max-restarts', 'n', 'failure restarts of the whole job before it fails (default 0)'),
   flag('monitor-interval', 'seconds', 'how often worker processes are checked (default 0.1)'),

@@ -17,7 +17,9 @@ let runtimeInstalled = false;
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger((process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN') ?? 'ERROR') });
+  const level = (process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
+  // The SDK's native core logs at WARN by default (e.g. a cancelled activity completing late): noise to a user.
+  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } } });
 }
 
 function checkScript(o: RunOptions): void {

@@ -8,12 +8,15 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
 import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
+import { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
 import type { JobStatus } from '../job/status';
-import { drainSignal, drainUpdate, joinUpdate, scaleUpdate, statusQuery } from '../../workflows/messages';
+import { drainSignal, drainUpdate, joinUpdate, lobbySignal, nodeQuery, scaleUpdate, statusQuery, type LobbyEvent, type NodeView } from '../../workflows/messages';
 import type { elasticJob } from '../../workflows/job';
+import type { jobLobby } from '../../workflows/lobby';
+import { leaveRequestSchema } from '../job/spec';
+import { lobbyCount, lobbyIndex, lobbyWorkflowId } from '../job/groups';
 
-/** See startJob: bounds how long a frozen coordinator can stall a job. */
-export const WORKFLOW_TASK_TIMEOUT = '2s';
+export { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
 
 export interface ClientOptions {
   connection: Connection;
@@ -51,8 +54,6 @@ export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<Wo
     taskQueue: o.taskQueue ?? CONTROL_QUEUE,
     args: [{ spec: s }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-    // A frozen coordinator can hold a workflow task it will never finish (its long poll is still
-    // open); the task is retried elsewhere after this. Job workflow tasks take milliseconds.
     workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
     staticSummary: `elastic job ${s.jobId}: ${s.entrypoint.script} on ${s.minNodes}:${s.maxNodes} nodes × ${s.nprocPerNode}`,
   });
@@ -61,6 +62,38 @@ export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<Wo
 export async function joinJob(o: ClientOptions, jobId: string, req: JoinRequest): Promise<{ accepted: true; state: string }> {
   const r = parseOrThrow(joinRequestSchema, req, 'join');
   return rethrowRejection(jobId, client(o).workflow.getHandle(jobId).executeUpdate(joinUpdate, { args: [r] }));
+}
+
+/** Which lobby a node enters a job through: from the job's maxNodes and group size. */
+export interface LobbyAddress {
+  jobId: string;
+  maxNodes: number;
+  groupSize: number;
+}
+
+/**
+ * Offer a node to a job, or take it out (a leave), through the job's lobby: a signal with start,
+ * which Temporal keeps even while no coordinator runs, and which never counts against the job's
+ * in-flight updates however many nodes join at once. The job validates the join; the node's
+ * agent learns the answer from `nodeState` ('rejected' with the reason, or its state).
+ */
+export async function sendToLobby(o: ClientOptions, at: LobbyAddress, event: LobbyEvent): Promise<void> {
+  const req = event.kind === 'join' ? parseOrThrow(joinRequestSchema, event.req, 'join') : parseOrThrow(leaveRequestSchema, event.req, 'leave');
+  const index = lobbyIndex(req.nodeId, lobbyCount(at.maxNodes, at.groupSize));
+  await client(o).workflow.signalWithStart<typeof jobLobby, [LobbyEvent]>('jobLobby', {
+    workflowId: lobbyWorkflowId(at.jobId, index),
+    taskQueue: o.taskQueue ?? CONTROL_QUEUE,
+    args: [{ jobId: at.jobId }],
+    signal: lobbySignal,
+    signalArgs: [{ ...event, req } as LobbyEvent],
+    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    staticSummary: `lobby ${index} of job ${at.jobId}: forwards joins and leaves in batches`,
+  });
+}
+
+/** One node's state in a job (small, whatever the job's size): what an agent polls. */
+export async function nodeState(o: ClientOptions, jobId: string, nodeId: string): Promise<NodeView> {
+  return client(o).workflow.getHandle(jobId).query(nodeQuery, nodeId);
 }
 
 export async function scaleJob(o: ClientOptions, jobId: string, req: ScaleRequest): Promise<{ minNodes: number; maxNodes: number }> {

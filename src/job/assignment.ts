@@ -22,4 +22,6 @@ export interface RoundAssignment {
   checkpointDir?: string;
   /** The checkpoint workers resume from, when one was found. */
   resumeFrom?: string;
+  /** How often the node heartbeats `runWorkers` (src/job/groups.ts heartbeatIntervalMs). */
+  heartbeatIntervalMs?: number;
 }

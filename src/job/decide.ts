@@ -50,6 +50,17 @@ export function applyJoin(state: JobState, req: JoinRequest, now: number): JobSt
   };
 }
 
+/**
+ * A join that arrived as a signal (through a lobby): applied when valid, else recorded as
+ * refused so that the node's agent can report why. A later valid join clears the refusal.
+ */
+export function applyJoinOrReject(state: JobState, req: JoinRequest, now: number): JobState {
+  const reason = validateJoin(state, req);
+  const rejected = (state.rejected ?? []).filter((r) => r.nodeId !== req.nodeId);
+  if (reason === null) return { ...applyJoin(state, req, now), rejected };
+  return { ...state, rejected: [...rejected, { nodeId: req.nodeId, reason }].slice(-MAX_DEPARTURES) };
+}
+
 /** Remove a node from the job for good (drained, left, or lost), remembering why. */
 export function applyDeparture(state: JobState, nodeId: string, reason: DepartureReason): JobState {
   const departure: Departure = { nodeId, reason, round: state.round };

@@ -4,6 +4,7 @@
  * (no Node built-ins) because workflow code imports it.
  */
 import { z } from 'zod';
+import { DEFAULT_GROUP_SIZE } from './groups';
 
 const id = z
   .string()
@@ -29,6 +30,8 @@ export const rdzvTimingSchema = z.object({
   heartbeatTimeoutMs: ms.default(10_000),
   /** How long a known member may take to pick up `prepare` before it is dropped as lost. */
   prepareTimeoutMs: ms.default(5_000),
+  /** Nodes per group workflow (`group_size`): see src/job/groups.ts and DESIGN.md, Scale. */
+  groupSize: z.number().int().min(1).max(1000).default(DEFAULT_GROUP_SIZE),
 });
 export type RdzvTiming = z.infer<typeof rdzvTimingSchema>;
 

@@ -86,6 +86,13 @@ export interface JobState {
   cancelRequested: boolean;
   /** Workflow time (ms) since which fewer than minNodes nodes were available; null otherwise. */
   belowMinSince: number | null;
+  /** Recent joins the job refused (a launch that does not match), newest last, for their agents. */
+  rejected?: Rejection[];
+}
+
+export interface Rejection {
+  nodeId: string;
+  reason: string;
 }
 
 export function initialState(spec: JobSpec, now: number): JobState {

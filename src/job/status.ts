@@ -55,3 +55,11 @@ export function toStatus(state: JobState): JobStatus {
     checkpoint: state.checkpoint,
   };
 }
+
+/** One node's view for its agent (the `node` query): small whatever the job's size. */
+export function nodeView(state: JobState, nodeId: string): { job: JobPhase; node: NodeState | 'pending' | 'rejected'; reason?: string } {
+  const rejected = state.rejected?.find((r) => r.nodeId === nodeId);
+  if (rejected) return { job: state.phase, node: 'rejected', reason: rejected.reason };
+  const node = toStatus(state).nodes.find((n) => n.nodeId === nodeId);
+  return { job: state.phase, node: node?.state ?? 'pending' };
+}

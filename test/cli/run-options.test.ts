@@ -26,7 +26,7 @@ describe('defaults are torchrun\'s', () => {
       address: 'localhost:7233',
       namespace: 'default',
       taskQueue: 'telastic',
-      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000 },
+      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
       standalone: false,
       maxRestarts: 0,
       monitorIntervalMs: 100,
@@ -310,7 +310,12 @@ describe('bad input: one line naming the flag and the value', () => {
 describe('rdzv-conf', () => {
   it('compiles seconds (floats too) to milliseconds and keeps the other defaults', () => {
     const o = run(['--rdzv-conf', ' join_timeout = 1.5 ,last_call_timeout=0,prepare_timeout=0.25', 't.py']);
-    expect(o.rdzv).toEqual({ joinTimeoutMs: 1500, lastCallTimeoutMs: 0, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 250 });
+    expect(o.rdzv).toEqual({ joinTimeoutMs: 1500, lastCallTimeoutMs: 0, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 250, groupSize: 64 });
+  });
+
+  it('group_size is a node count, 1 to 1000', () => {
+    expect(run(['--rdzv-conf', 'group_size=8', 't.py']).rdzv.groupSize).toBe(8);
+    for (const bad of ['0', '2.5', '1001', 'x']) expect(usageError(['--rdzv-conf', `group_size=${bad}`, 't.py']).message).toBe(`--rdzv-conf group_size=${bad}: group_size must be an integer from 1 to 1000`);
   });
 
   it('accepts keys it does not use, with a note', () => {

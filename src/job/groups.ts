@@ -1,0 +1,81 @@
+/**
+ * How a job is sharded over Temporal executions, as pure functions (see DESIGN.md, Scale).
+ *
+ * A job is a tree: the job workflow decides; per round, group workflows of at most `groupSize`
+ * nodes run the node activities and take their heartbeats; joins and leaves enter through lobby
+ * workflows, `ceil(maxNodes / groupSize)` of them, which forward them to the job in batches.
+ * So no execution's pending activities, signals or heartbeat rate grow with the job's size
+ * beyond one group.
+ */
+
+/** Default nodes per group: 64 × (1 heartbeat / 3.3 s) ≈ 19 heartbeats/s per execution. */
+export const DEFAULT_GROUP_SIZE = 64;
+
+/** The per-execution heartbeat budget the interval is chosen to stay under. */
+export const MAX_HEARTBEATS_PER_SECOND = 50;
+
+/** Split participants (in group-rank order) into consecutive groups of at most `groupSize`. */
+export function partition<T>(items: readonly T[], groupSize: number): T[][] {
+  const size = Math.max(1, Math.floor(groupSize));
+  const groups: T[][] = [];
+  for (let i = 0; i < items.length; i += size) groups.push(items.slice(i, i + size));
+  return groups;
+}
+
+/**
+ * How often a node heartbeats its running activity. A third of the heartbeat timeout (so two
+ * heartbeats may be late before a node is declared lost), slowed further when a full group
+ * would exceed MAX_HEARTBEATS_PER_SECOND, but never past half the timeout. Loss detection is
+ * unaffected (it is the timeout since the last heartbeat); stopping old workers after a failure
+ * does not wait for a heartbeat either, because the next round's `prepare` stops them.
+ */
+export function heartbeatIntervalMs(heartbeatTimeoutMs: number, groupSize: number): number {
+  const third = heartbeatTimeoutMs / 3;
+  const forRate = (groupSize / MAX_HEARTBEATS_PER_SECOND) * 1000;
+  return Math.round(Math.min(heartbeatTimeoutMs / 2, Math.max(third, forRate)));
+}
+
+/** Lobbies of a job: enough that each receives the joins of about one group. */
+export function lobbyCount(maxNodes: number, groupSize: number): number {
+  return Math.max(1, Math.ceil(maxNodes / Math.max(1, groupSize)));
+}
+
+/** FNV-1a: a stable, well-spread hash of a node id (no crypto in workflow-safe code). */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** The lobby a node joins through; stable for a node id so its joins and leaves stay ordered. */
+export function lobbyIndex(nodeId: string, lobbies: number): number {
+  return fnv1a(nodeId) % Math.max(1, lobbies);
+}
+
+export function lobbyWorkflowId(jobId: string, index: number): string {
+  return `${jobId}/lobby-${index}`;
+}
+
+/** Child workflow ids of a round: unique per job, round and group. */
+export function groupWorkflowId(jobId: string, round: number, phase: 'prepare' | 'run', index: number): string {
+  return `${jobId}/round-${round}/${phase}-${index}`;
+}
+
+/**
+ * How often an agent asks the job about its own node (drained, dropped, rejected): every second
+ * for small jobs, slower for large ones so that all agents together send at most about
+ * 50 queries per second to the job, and at least every 30 s.
+ */
+export function agentPollMs(maxNodes: number): number {
+  return Math.round(Math.min(30_000, Math.max(1000, (maxNodes / 50) * 1000)));
+}
+
+/**
+ * Workflow task timeout of every telastic workflow: a frozen coordinator can hold a workflow task
+ * it will never finish (its long poll is still open); the task is retried elsewhere after this.
+ * Workflow tasks of jobs, groups and lobbies take milliseconds.
+ */
+export const WORKFLOW_TASK_TIMEOUT = '2s' as const;

@@ -1,0 +1,78 @@
+import { agentPollMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, partition } from '../../src/job/groups';
+
+describe('partition', () => {
+  it('splits in order into groups of at most groupSize, the last one smaller', () => {
+    expect(partition([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
+    expect(partition([1, 2, 3], 64)).toEqual([[1, 2, 3]]);
+    expect(partition([], 4)).toEqual([]);
+  });
+
+  it('never makes a group larger than groupSize, and loses nobody (exhaustive up to 40 × 12)', () => {
+    for (let n = 0; n <= 40; n++)
+      for (let g = 1; g <= 12; g++) {
+        const items = Array.from({ length: n }, (_, i) => i);
+        const groups = partition(items, g);
+        expect(groups.every((x) => x.length >= 1 && x.length <= g)).toBe(true);
+        expect(groups.flat()).toEqual(items);
+        expect(groups.length).toBe(Math.ceil(n / g));
+      }
+  });
+});
+
+describe('heartbeatIntervalMs', () => {
+  it('is a third of the timeout for groups the budget allows', () => {
+    expect(heartbeatIntervalMs(10_000, 64)).toBe(3333);
+    expect(heartbeatIntervalMs(3_000, 12)).toBe(1000);
+  });
+
+  it('slows down so that a full group stays under 50 heartbeats per second', () => {
+    expect(heartbeatIntervalMs(10_000, 200)).toBe(4000);
+    for (const g of [1, 16, 64, 128, 250]) expect((g * 1000) / heartbeatIntervalMs(10_000, g)).toBeLessThanOrEqual(50);
+  });
+
+  it('never waits more than half the timeout, so a late heartbeat is not a lost node', () => {
+    expect(heartbeatIntervalMs(10_000, 1000)).toBe(5000);
+    expect(heartbeatIntervalMs(2_000, 500)).toBe(1000);
+  });
+
+  it('at the defaults, 2,048 nodes: about 19 heartbeats/s per group, about 600/s in all', () => {
+    const perNode = 1000 / heartbeatIntervalMs(10_000, 64);
+    expect(64 * perNode).toBeCloseTo(19.2, 0);
+    expect(Math.round(3600 * perNode)).toBe(1080); // heartbeats per node-hour (3,600 at 1 s before)
+  });
+});
+
+describe('lobbies', () => {
+  it('one lobby per group of maxNodes, at least one', () => {
+    expect(lobbyCount(1, 64)).toBe(1);
+    expect(lobbyCount(64, 64)).toBe(1);
+    expect(lobbyCount(65, 64)).toBe(2);
+    expect(lobbyCount(2048, 64)).toBe(32);
+  });
+
+  it('a node id always maps to the same lobby, within range', () => {
+    for (let i = 0; i < 500; i++) {
+      const k = lobbyIndex(`node-${i}`, 7);
+      expect(k).toBeGreaterThanOrEqual(0);
+      expect(k).toBeLessThan(7);
+      expect(lobbyIndex(`node-${i}`, 7)).toBe(k);
+    }
+  });
+
+  it('spreads 2,048 node ids over 32 lobbies without piling up', () => {
+    const counts = new Array(32).fill(0);
+    for (let i = 0; i < 2048; i++) counts[lobbyIndex(`gpu-${i}.cluster.local`, 32)]++;
+    expect(Math.max(...counts)).toBeLessThan(2 * 64);
+    expect(Math.min(...counts)).toBeGreaterThan(0);
+  });
+});
+
+describe('agentPollMs', () => {
+  it('1 s for small jobs, slower for large ones, at most 30 s', () => {
+    expect(agentPollMs(2)).toBe(1000);
+    expect(agentPollMs(256)).toBe(5120);
+    expect(agentPollMs(10_000)).toBe(30_000);
+    // All agents together: at most about 50 queries per second below the 30 s cap.
+    for (const n of [64, 256, 1024]) expect(n / (agentPollMs(n) / 1000)).toBeLessThanOrEqual(50);
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * Group workflows: child workflows of a job that own at most `group_size` nodes' activities
+ * for one round, so that pending activities and heartbeats are spread over many executions
+ * (DESIGN.md, Scale). They decide nothing: they run `prepare` or `runWorkers` on their nodes and
+ * report back in one batch, their result. A new pair per round keeps each history short.
+ */
+import * as wf from '@temporalio/workflow';
+import { ActivityCancellationType, ActivityFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
+import type { NodeActivities } from '../activities/types';
+import { nodeQueue } from '../activities/types';
+import type { RoundAssignment } from '../src/job/assignment';
+import type { Failure } from '../src/job/state';
+import { groupFinishedSignal } from './messages';
+
+export interface GroupTiming {
+  heartbeatTimeoutMs: number;
+  prepareTimeoutMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string };
+
+export type NodeOutcome =
+  | { nodeId: string; kind: 'succeeded' }
+  | { nodeId: string; kind: 'failed'; failure: Failure }
+  | { nodeId: string; kind: 'lost'; why: string }
+  | { nodeId: string; kind: 'stopped' };
+
+/**
+ * Node activities are pinned to the node's own queue: they start processes on that machine.
+ * One attempt only: a retry after a timeout would go back to the same (dead) node. A dead node
+ * is noticed by the schedule-to-start timeout of `prepare` and the heartbeat timeout of
+ * `runWorkers`; the job decides what a lost node means.
+ */
+function onNode(t: GroupTiming, nodeId: string, summary: string, long: boolean): NodeActivities {
+  return wf.proxyActivities<NodeActivities>({
+    taskQueue: nodeQueue(nodeId),
+    scheduleToStartTimeout: t.prepareTimeoutMs,
+    startToCloseTimeout: long ? '3650 days' : t.shutdownTimeoutMs + 60_000,
+    heartbeatTimeout: t.heartbeatTimeoutMs,
+    retry: { maximumAttempts: 1 },
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+    summary,
+  });
+}
+
+/** How a node activity that did not complete normally ended, seen from the workflow. */
+export function classify(err: unknown, t: GroupTiming): { kind: 'stopped' } | { kind: 'lost'; why: string } {
+  if (isCancellation(err)) return { kind: 'stopped' };
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof TimeoutFailure) {
+    return cause.timeoutType === 'HEARTBEAT'
+      ? { kind: 'lost', why: `no heartbeat within ${t.heartbeatTimeoutMs / 1000}s` }
+      : { kind: 'lost', why: `did not answer within ${t.prepareTimeoutMs / 1000}s` };
+  }
+  return { kind: 'lost', why: cause instanceof Error ? cause.message : String(cause) };
+}
+
+export interface PrepareGroupInput {
+  jobId: string;
+  round: number;
+  nodeIds: string[];
+  timing: GroupTiming;
+}
+
+/** `prepare` on every node of the group; one answer per node, in the given order. */
+export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
+  const { jobId, round, timing } = input;
+  return Promise.all(
+    input.nodeIds.map((nodeId) =>
+      onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
+        .prepare({ jobId, round, nodeId })
+        .then(
+          (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port }),
+          (e: unknown): PrepareAnswer => {
+            const c = classify(e, timing);
+            return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
+          },
+        ),
+    ),
+  );
+}
+
+export interface RunGroupInput {
+  round: number;
+  assignments: RoundAssignment[];
+  timing: GroupTiming;
+}
+
+/**
+ * `runWorkers` on every node of the group. Returns when all succeeded, or at the first node
+ * that failed or vanished (the others are cancelled; the job restarts the round anyway). The
+ * first finished node is signalled to the job at once: it stops the job from admitting joiners
+ * into a round that is ending.
+ */
+export async function runGroup(input: RunGroupInput): Promise<NodeOutcome[]> {
+  const { round, assignments, timing } = input;
+  const outcomes = new Map<string, NodeOutcome>();
+  const scope = new wf.CancellationScope({ cancellable: true });
+  for (const a of assignments) {
+    const ranks = `${a.rankOffset}-${a.rankOffset + a.localWorldSize - 1}`;
+    const summary = `round ${round}: run ranks ${ranks} on ${a.nodeId} (group rank ${a.groupRank}/${a.groupWorldSize})`;
+    const act = onNode(timing, a.nodeId, summary, true);
+    scope
+      .run(() => act.runWorkers(a))
+      .then(
+        (r) => {
+          if (r.state === 'succeeded') return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'succeeded' });
+          const f = r.failure;
+          const failure: Failure = { nodeId: a.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message, round };
+          return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'failed', failure });
+        },
+        (e: unknown) => outcomes.set(a.nodeId, { nodeId: a.nodeId, ...classify(e, timing) }),
+      );
+  }
+  const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
+  const done = () => outcomes.size === assignments.length || bad();
+  const parent = wf.workflowInfo().parent;
+  await wf.condition(() => done() || outcomes.size > 0);
+  if (!done() && parent) {
+    const nodeIds = [...outcomes.keys()];
+    await wf.getExternalWorkflowHandle(parent.workflowId).signal(groupFinishedSignal, { round, nodeIds }).catch(() => undefined);
+  }
+  await wf.condition(done);
+  if (bad()) scope.cancel();
+  return [...outcomes.values()];
+}
