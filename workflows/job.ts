@@ -49,12 +49,15 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     state = s;
   };
 
+  let signals = 0; // taken in this run (Temporal limits signals per run)
   wf.setHandler(statusQuery, () => toStatus(state));
   wf.setHandler(nodeQuery, (nodeId) => nodeView(state, nodeId));
   wf.setHandler(lobbyBatchSignal, (events) => {
+    signals++;
     for (const e of events) state = applyLobbyEvent(state, e, Date.now());
   });
   wf.setHandler(groupFinishedSignal, ({ round, nodeIds }) => {
+    signals++;
     if (round === state.round) state = { ...state, finished: [...new Set([...state.finished, ...nodeIds])] };
   });
   wf.setHandler(
@@ -66,6 +69,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     { validator: (req) => reject(d.validateJoin(state, check(joinRequestSchema, req, 'join'))) },
   );
   wf.setHandler(leaveSignal, (req) => {
+    signals++;
     const r = leaveRequestSchema.safeParse(req);
     if (r.success) state = d.applyDrain(state, r.data.nodeId, 'left');
   });
@@ -78,6 +82,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     { validator: (req) => reject(d.validateDrain(state, check(drainRequestSchema, req, 'drain').nodeId)) },
   );
   wf.setHandler(drainSignal, (req) => {
+    signals++;
     const r = drainRequestSchema.safeParse(req);
     if (r.success) state = d.applyDrain(state, r.data.nodeId);
   });
@@ -90,6 +95,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     { validator: (req) => reject(d.validateScale(state, check(scaleRequestSchema, req, 'scale'))) },
   );
   wf.setHandler(cancelSignal, () => {
+    signals++;
     state = { ...state, cancelRequested: true };
   });
 
@@ -126,7 +132,7 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
         finish('succeeded');
         return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize, status: toStatus(state) };
       }
-      if (d.shouldContinueAsNew(state, startRound, wf.workflowInfo().continueAsNewSuggested)) {
+      if (d.shouldContinueAsNew(state, startRound, wf.workflowInfo().continueAsNewSuggested, signals)) {
         await wf.condition(wf.allHandlersFinished);
         await wf.continueAsNew<typeof elasticJob>({ spec: state.spec, state });
       }

@@ -12,26 +12,44 @@ import { lobbyBatchSignal, lobbySignal, type LobbyEvent } from './messages';
 
 export interface LobbyInput {
   jobId: string;
-  /** Forwarded events wait this long for more to arrive in the same batch. @default 200 */
-  batchDelayMs?: number;
+  /** A batch is forwarded once no event arrived for this long… @default 300 */
+  quietMs?: number;
+  /** …or this long after its first event. @default 2000 */
+  maxDelayMs?: number;
   /** The lobby ends after this long without events. @default 60000 */
   idleMs?: number;
 }
 
 export async function jobLobby(input: LobbyInput): Promise<void> {
+  const { quietMs = 300, maxDelayMs = 2000, idleMs = 60_000 } = input;
   const pending: LobbyEvent[] = [];
   wf.setHandler(lobbySignal, (e) => void pending.push(e));
   const job = wf.getExternalWorkflowHandle(input.jobId);
   for (;;) {
-    const more = await wf.condition(() => pending.length > 0, input.idleMs ?? 60_000);
-    if (!more) return; // quiet: end; a signal that raced with the end is delivered to the next run
-    await wf.sleep(input.batchDelayMs ?? 200);
+    // Quiet: end. A signal that races with the end makes Temporal retry the end with it.
+    if (!(await wf.condition(() => pending.length > 0, idleMs))) return;
+    // Nodes start within seconds of each other: gather the burst into one signal to the job.
+    const first = Date.now();
+    for (let seen = 0; seen !== pending.length && Date.now() - first < maxDelayMs; ) {
+      seen = pending.length;
+      await wf.condition(() => pending.length !== seen, quietMs);
+    }
     const batch = pending.splice(0);
-    // A job that has ended (or never started) has nobody to join: those events are dropped.
-    await job.signal(lobbyBatchSignal, batch).catch((err: unknown) => wf.log.warn('lobby: job did not take the batch', { error: String(err) }));
-    if (wf.workflowInfo().continueAsNewSuggested) {
+    try {
+      await job.signal(lobbyBatchSignal, batch);
+    } catch (err) {
+      // A job that has ended (or never started) has nobody to join: drop. Anything else (the
+      // job's run is at its signal limit until it continues as new): keep the batch, try again.
+      const gone = /not found/i.test(String((err as Error)?.message));
+      wf.log.warn(gone ? 'lobby: job not found; batch dropped' : 'lobby: job did not take the batch; retrying', { error: String(err) });
+      if (!gone) {
+        pending.unshift(...batch);
+        await wf.sleep(maxDelayMs);
+      }
+    }
+    if (wf.workflowInfo().continueAsNewSuggested && pending.length === 0) {
       await wf.condition(wf.allHandlersFinished);
-      if (pending.length === 0) await wf.continueAsNew<typeof jobLobby>(input);
+      await wf.continueAsNew<typeof jobLobby>(input);
     }
   }
 }

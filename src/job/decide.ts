@@ -208,8 +208,18 @@ export function joinTimeoutReason(state: JobState): string {
   return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s`;
 }
 
-/** Continue-as-new at a round boundary: when Temporal suggests it, or every N rounds if set. */
-export function shouldContinueAsNew(state: JobState, roundAtRunStart: number, suggested: boolean): boolean {
+/**
+ * Signals one run of a job takes before it continues as new at the next round boundary: a fifth
+ * of Temporal's default `history.maximumSignalsPerExecution` (10,000), so that lobby batches,
+ * group reports and operators' signals never hit that limit between two round boundaries.
+ */
+export const SIGNALS_PER_RUN = 2000;
+
+/**
+ * Continue-as-new at a round boundary: when Temporal suggests it (history near its limits),
+ * after SIGNALS_PER_RUN signals in this run, or every N rounds if the spec says so.
+ */
+export function shouldContinueAsNew(state: JobState, roundAtRunStart: number, suggested: boolean, signalsThisRun = 0): boolean {
   const every = state.spec.continueAsNewEveryRounds;
-  return suggested || (every !== undefined && state.round - roundAtRunStart >= every);
+  return suggested || signalsThisRun >= SIGNALS_PER_RUN || (every !== undefined && state.round - roundAtRunStart >= every);
 }

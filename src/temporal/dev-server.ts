@@ -40,6 +40,11 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** Each line the server writes to stderr (its log). */
   onLog?: (line: string) => void;
+  /**
+   * Dynamic config overrides (`--dynamic-config-value KEY=VALUE`), e.g. Temporal's per-execution
+   * limits lowered far below a job's size to show the job stays inside them.
+   */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 export interface DevServer {
@@ -90,6 +95,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     ...(opts.dbFile ? ['--db-filename', opts.dbFile] : []),
     '--namespace', namespace, '--log-level', opts.logLevel ?? 'warn',
     '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
+    ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
     ...searchAttributeFlags(),
   ];
   const withPdeathsig = existsSync(SETPRIV);

@@ -363,5 +363,11 @@ describe('shouldContinueAsNew', () => {
     expect(shouldContinueAsNew(base(2, 6), 4, false)).toBe(true);
     expect(shouldContinueAsNew(base(1, 5), 4, false)).toBe(true);
   });
+
+  it('continues after SIGNALS_PER_RUN signals in the run, before Temporal would refuse more', () => {
+    const { SIGNALS_PER_RUN } = jest.requireActual('../../src/job/decide') as typeof import('../../src/job/decide');
+    expect(shouldContinueAsNew(base(undefined), 0, false, SIGNALS_PER_RUN - 1)).toBe(false);
+    expect(shouldContinueAsNew(base(undefined), 0, false, SIGNALS_PER_RUN)).toBe(true);
+  });
 });
 

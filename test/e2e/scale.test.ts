@@ -1,0 +1,72 @@
+/**
+ * Temporal's per-execution limits, lowered far below a job's size: 12 real agents in groups of
+ * 4 on a server that allows 5 pending activities, 1 in-flight update and 8 signals per
+ * execution. One execution per job (as before the groups) cannot even form this job: its
+ * prepare needs 12 pending activities. At the defaults the same shape holds 2,048 nodes in
+ * groups of 64 (docs/scale.md).
+ */
+import { Client, Connection } from '@temporalio/client';
+import { groupWorkflowId, lobbyCount, lobbyIndex } from '../../src/job/groups';
+import { startPrivateServer, stopPrivateServers } from '../setup/temporal';
+import { WORKER, finish, recordedPids, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+
+const LIMITS = {
+  'limit.numPendingActivities.error': 5,
+  'history.maxInFlightUpdates': 1,
+  'history.maximumSignalsPerExecution': 8,
+};
+const NODES = 12;
+const GROUP = 4;
+
+const agents: Agent[] = [];
+const serverLog: string[] = [];
+afterAll(async () => {
+  await stopAll(agents);
+  await stopPrivateServers();
+});
+
+/** Pending activities of each open group workflow of a round, and of the job itself. */
+async function pendingActivities(client: Client, job: string, round: number, groups: number): Promise<{ job: number; groups: number[] }> {
+  const pending = async (id: string) => (await client.workflow.getHandle(id).describe()).raw.pendingActivities?.length ?? 0;
+  const ids = Array.from({ length: groups }, (_, i) => groupWorkflowId(job, round, 'run', i));
+  return { job: await pending(job), groups: await Promise.all(ids.map(pending)) };
+}
+
+test('a 12-node job in groups of 4 forms, loses a node to kill -9, re-forms and finishes inside lowered per-execution limits', async () => {
+  const nodeIds = Array.from({ length: NODES }, (_, i) => `scale-${i}`);
+  // The premise: no lobby takes more joins than the lowered signal limit allows.
+  const perLobby = new Map<number, number>();
+  for (const id of nodeIds) perLobby.set(lobbyIndex(id, lobbyCount(NODES, GROUP)), (perLobby.get(lobbyIndex(id, lobbyCount(NODES, GROUP))) ?? 0) + 1);
+  expect(Math.max(...perLobby.values())).toBeLessThan(LIMITS['history.maximumSignalsPerExecution']);
+
+  const server = await startPrivateServer({ dynamicConfig: LIMITS, logLevel: 'warn', onLog: (l) => serverLog.push(l) });
+  const conn = await Connection.connect({ address: server.address });
+  const client = new Client({ connection: conn });
+  const out = tmpDir('scale');
+  const job = uniqueJobId('scale');
+  const conf = `heartbeat_timeout=3,last_call_timeout=20,join_timeout=120,prepare_timeout=3,group_size=${GROUP}`;
+  const args = ['--nnodes', `${NODES - 1}:${NODES}`, '--max-restarts', '2', '--rdzv-id', job, '--rdzv-conf', conf, '--shutdown-timeout', '3', WORKER, '--out', out];
+  agents.push(...nodeIds.map((n) => startAgent(server.address, n, args)));
+
+  const first = await waitForRound(conn, job, (s) => s.worldSize === NODES, 120_000);
+  await waitFor(`${NODES} workers`, () => recordedPids(out, first.round).length === NODES, 60_000);
+  const load = await pendingActivities(client, job, first.round, NODES / GROUP);
+  expect(load.job).toBe(0);
+  expect(load.groups).toEqual([GROUP, GROUP, GROUP]);
+
+  const victim = agents[5];
+  victim.proc.kill('SIGKILL');
+  const second = await waitForRound(conn, job, (s) => s.worldSize === NODES - 1 && s.round > first.round, 90_000);
+  expect(second.restarts).toBe(1);
+  expect(second.lastFailure).toMatchObject({ nodeId: victim.nodeId, rank: null });
+  expect(second.nodes.find((n) => n.nodeId === victim.nodeId)?.state).toBe('lost');
+  await waitFor(`${NODES - 1} workers`, () => recordedPids(out, second.round).length === NODES - 1, 60_000);
+
+  finish(out);
+  const codes = await Promise.all(agents.filter((a) => a !== victim).map((a) => a.exited));
+  expect(codes).toEqual(new Array(NODES - 1).fill(0));
+  expect((await status(conn, job)).state).toBe('succeeded');
+  // Nothing in the job came near a limit: the server refused nothing.
+  expect(serverLog.filter((l) => /limit|exceed|RESOURCE_EXHAUSTED/i.test(l))).toEqual([]);
+  await conn.close();
+}, 300_000);
