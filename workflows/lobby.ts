@@ -25,18 +25,21 @@ export async function jobLobby(input: LobbyInput): Promise<void> {
   const pending: LobbyEvent[] = [];
   wf.setHandler(lobbySignal, (e) => void pending.push(e));
   const job = wf.getExternalWorkflowHandle(input.jobId);
+  let batches = 0;
   for (;;) {
     // Quiet: end. A signal that races with the end makes Temporal retry the end with it.
     if (!(await wf.condition(() => pending.length > 0, idleMs))) return;
-    // Nodes start within seconds of each other: gather the burst into one signal to the job.
+    // The first event of a run goes at once (a lone node, or the head of a burst); after it,
+    // nodes that start within seconds of each other are gathered into one signal to the job.
     const first = Date.now();
-    for (let seen = 0; seen !== pending.length && Date.now() - first < maxDelayMs; ) {
+    for (let seen = batches === 0 ? pending.length : 0; seen !== pending.length && Date.now() - first < maxDelayMs; ) {
       seen = pending.length;
       await wf.condition(() => pending.length !== seen, quietMs);
     }
     const batch = pending.splice(0);
     try {
       await job.signal(lobbyBatchSignal, batch);
+      batches++;
     } catch (err) {
       // A job that has ended (or never started) has nobody to join: drop. Anything else (the
       // job's run is at its signal limit until it continues as new): keep the batch, try again.

@@ -3,6 +3,7 @@
  * that would break running jobs (reordered commands, new activities without patching) fails here.
  * Record one from a finished job with:
  *   temporal workflow show -w WORKFLOW_ID --output json > test/fixtures/histories/NAME.json
+ * (scripts/record-histories.sh runs the scenario below and does this).
  * All recorded from one job (job id recorded-job): node-a starts (1:2 nodes × 2), rank 1 crashes
  * (one restart), node-b joins through the lobby (admitted, no restart), the job succeeds.
  *   job-crash-join-restart.json   the job workflow (elasticJob)
