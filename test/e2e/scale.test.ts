@@ -1,7 +1,7 @@
 /**
  * Temporal's per-execution limits, lowered far below a job's size: 12 real agents in groups of
  * 4 on a server that allows 5 pending activities, 1 in-flight update and 8 signals per
- * execution. One execution per job (as before the groups) cannot even form this job: its
+ * execution, and continue-as-new suggested after 20 events. One execution per job (as before the groups) cannot even form this job: its
  * prepare needs 12 pending activities. At the defaults the same shape holds 2,048 nodes in
  * groups of 64 (docs/scale.md).
  */
@@ -14,6 +14,8 @@ const LIMITS = {
   'limit.numPendingActivities.error': 5,
   'history.maxInFlightUpdates': 1,
   'history.maximumSignalsPerExecution': 8,
+  // Temporal suggests continue-as-new after this many events (4 Ki by default): every round here.
+  'limit.historyCount.suggestContinueAsNew': 20,
 };
 const NODES = 12;
 const GROUP = 4;
@@ -66,6 +68,10 @@ test('a 12-node job in groups of 4 forms, loses a node to kill -9, re-forms and 
   const codes = await Promise.all(agents.filter((a) => a !== victim).map((a) => a.exited));
   expect(codes).toEqual(new Array(NODES - 1).fill(0));
   expect((await status(conn, job)).state).toBe('succeeded');
+  // The job continued as new at the round boundary Temporal suggested, carrying its state.
+  const desc = await client.workflow.getHandle(job).describe();
+  expect(desc.runId).not.toBe(desc.raw.workflowExecutionInfo?.firstRunId);
+  expect(desc.raw.workflowExecutionInfo?.firstRunId).toBeTruthy();
   // Nothing in the job came near a limit: the server refused nothing.
   expect(serverLog.filter((l) => /limit|exceed|RESOURCE_EXHAUSTED/i.test(l))).toEqual([]);
   await conn.close();
