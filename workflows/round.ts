@@ -73,10 +73,10 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
     set(s);
     return null;
   }
-  const ids = plan.participants.map((p) => p.nodeId);
-  const everyone = [...s.members, ...s.waiting];
-  const members = ids.map((id) => everyone.find((n) => n.nodeId === id)).filter((n): n is NodeRecord => !!n);
-  set({ ...s, members, waiting: everyone.filter((n) => !ids.includes(n.nodeId)), finished: [] });
+  const ids = new Set(plan.participants.map((p) => p.nodeId));
+  const everyone = new Map([...s.members, ...s.waiting].map((n) => [n.nodeId, n]));
+  const members = [...ids].map((id) => everyone.get(id)).filter((n): n is NodeRecord => !!n);
+  set({ ...s, members, waiting: [...everyone.values()].filter((n) => !ids.has(n.nodeId)), finished: [] });
   const first = answers[0];
   return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 } };
 }

@@ -168,7 +168,8 @@ export function interruptReason(state: JobState, participants: string[]): string
   const drained = state.drains.find((d) => participants.includes(d));
   if (drained) return `drain of ${drained}`;
   if (participants.length > state.spec.maxNodes) return `scaled to maxNodes ${state.spec.maxNodes}`;
-  const gone = participants.find((p) => !state.members.some((m) => m.nodeId === p));
+  const members = new Set(state.members.map((m) => m.nodeId));
+  const gone = participants.find((p) => !members.has(p)); // a Set: conditions run on every event of a 2,048-node job
   if (gone) return `${gone} restarted`;
   if (state.finished.length === 0 && state.waiting.length > 0 && participants.length < state.spec.maxNodes)
     return `admitting ${state.waiting[0].nodeId}`;
