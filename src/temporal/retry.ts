@@ -25,6 +25,8 @@ export interface RetryOptions {
   patienceMs: number;
   /** How the user sets the patience, named in the give-up line, e.g. `--connect-timeout`. */
   patienceName?: string;
+  /** A cheap call made before retrying `fn` after a failure, so that "connected" is said when the server is back. */
+  ping?: () => Promise<unknown>;
   /** Resolves when the namespace exists; rejects as Temporal would when it does not. */
   probeNamespace?: () => Promise<unknown>;
   /** How long NamespaceNotFound counts as warm-up before `probeNamespace` is asked. @default 10_000 */
@@ -39,6 +41,9 @@ export interface RetryOptions {
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
+
+/** A failed attempt that had run this long was working: its failure begins a new outage. */
+export const LONG_ATTEMPT_MS = 30_000;
 
 /** Addresses we told the user we are waiting for (one line per outage, not one per call). */
 const announced = new Set<string>();
@@ -59,25 +64,50 @@ function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** Call `fn` until it succeeds, a non-transient error occurs, or the patience runs out. */
-export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promise<T> {
+/**
+ * Call `fn` until it succeeds, a non-transient error occurs, or the patience runs out. `fn` is
+ * told how much patience is left, to bound an attempt that would otherwise overrun it.
+ *
+ * An outage begins with the first failed attempt; an attempt that ran for longer than
+ * `LONG_ATTEMPT_MS` before failing (a long poll such as a job's result) was working until then,
+ * so its failure begins a new outage, with a new patience, a new backoff and a new line.
+ */
+export async function withRetry<T>(fn: (leftMs: number) => Promise<T>, o: RetryOptions): Promise<T> {
   const now = o.now ?? Date.now;
   const sleep = o.sleep ?? defaultSleep;
   const say = o.say ?? ((line: string) => process.stderr.write(`${line}\n`));
   const grace = o.namespaceGraceMs ?? 10_000;
-  let since: number | undefined;
+  let since: number | undefined; // when the current outage began
   let namespaceSince: number | undefined;
+  let attempt = 0;
   let waiting = false;
-  for (let attempt = 0; ; attempt++) {
+  let lastKind: 'transient' | 'namespace' = 'transient';
+  const connected = () => {
+    if (waiting && announced.delete(o.address)) say(`telastic: connected to Temporal at ${o.address} after ${seconds(now() - (since ?? now()))}`);
+  };
+  for (;;) {
+    const attemptStart = now();
     try {
-      const value = await fn();
-      if (waiting && announced.delete(o.address)) say(`telastic: connected to Temporal at ${o.address} after ${seconds(now() - (since ?? now()))}`);
+      // A long poll says nothing until it ends: a cheap call tells the user the server is back.
+      if (waiting && o.ping && lastKind === 'transient') {
+        await o.ping();
+        connected();
+      }
+      const value = await fn(since === undefined ? o.patienceMs : o.patienceMs - (now() - since));
+      connected();
       return value;
     } catch (err) {
       const v = classify(err);
       if (v.kind === 'fatal' || o.signal?.aborted) throw err;
+      lastKind = v.kind;
       const t = now();
-      since ??= t;
+      if (since === undefined || t - attemptStart > LONG_ATTEMPT_MS) {
+        since = t - attemptStart > LONG_ATTEMPT_MS ? t : attemptStart;
+        namespaceSince = undefined;
+        attempt = 0;
+        if (waiting) announced.delete(o.address); // that outage is over (the call worked since)
+        waiting = false;
+      }
       let reason = v.kind === 'transient' ? v.reason : `namespace ${v.namespace} not ready`;
       if (v.kind === 'namespace') {
         namespaceSince ??= t;
@@ -99,7 +129,7 @@ export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promi
         }
       }
       const left = o.patienceMs - (t - since);
-      await sleep(Math.max(0, Math.min(backoffMs(attempt, o.backoff ?? DEFAULT_BACKOFF, o.random), left)), o.signal);
+      await sleep(Math.max(0, Math.min(backoffMs(attempt++, o.backoff ?? DEFAULT_BACKOFF, o.random), left)), o.signal);
       if (o.signal?.aborted) throw err;
     }
   }

@@ -168,8 +168,8 @@ describe('withRetry', () => {
     const f = failing(...Array.from({ length: 12 }, () => new NamespaceNotFoundError('default')));
     let probes = 0;
     await expect(withRetry(f.fn, { ...h.opts, probeNamespace: async () => probes++ })).resolves.toBe('ok');
-    expect(probes).toBeGreaterThan(0);
-    expect(h.elapsed()).toBeGreaterThan(10_000);
+    expect(h.elapsed()).toBeGreaterThan(20_000);
+    expect(probes).toBe(2); // once per grace window, not on every failure
   });
 
   test('without a probe the window alone decides', async () => {
@@ -187,6 +187,35 @@ describe('withRetry', () => {
     await Promise.all([withRetry(a.fn, h.opts), withRetry(b.fn, h.opts)]);
     expect(h.lines.filter((l) => l.includes('waiting'))).toHaveLength(1);
     expect(h.lines.filter((l) => l.includes('connected'))).toHaveLength(1);
+  });
+
+  test('with a ping, "connected" is said when the server answers again, before a long call ends', async () => {
+    const h = harness();
+    const f = failing(grpcError(14, 'x'), grpcError(14, 'x'));
+    const pings = failing(grpcError(14, 'x'));
+    const fn = async () => {
+      const r = await f.fn();
+      h.lines.push('long call ended');
+      return r;
+    };
+    await withRetry(fn, { ...h.opts, ping: pings.fn });
+    expect(h.lines).toEqual([expect.stringContaining('waiting for Temporal'), expect.stringContaining('connected to Temporal'), 'long call ended']);
+    expect(pings.calls()).toBe(3); // failed once (counted as a failure), then answered before each retry of fn
+  });
+
+  test('a long call that worked for a while and then failed begins a new outage with a new patience and a new line', async () => {
+    const h = harness({ patienceMs: 20_000 });
+    let calls = 0;
+    const fn = async () => {
+      calls++;
+      if (calls === 2) h.advance(3_600_000); // the job ran for an hour, then the server went away
+      if (calls < 4) throw grpcError(14, 'x');
+      return 'ok';
+    };
+    await expect(withRetry(fn, h.opts)).resolves.toBe('ok');
+    expect(calls).toBe(4);
+    expect(h.lines.filter((l) => l.includes('waiting'))).toHaveLength(2);
+    expect(h.sleeps).toEqual([150, 150, 300]); // the backoff starts over
   });
 
   test('an abort stops the waiting with the last error', async () => {
