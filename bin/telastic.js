@@ -1,3 +1,13 @@
 #!/usr/bin/env node
 'use strict';
-require('../lib/src/cli/main.js').main(process.argv.slice(2));
+// No stack trace reaches the user: anything that escapes the CLI is one line and exit code 1
+// (TELASTIC_DEBUG=1 shows the stack).
+function fatal(err) {
+  const message = err instanceof Error ? err.message : String(err);
+  console.error(`telastic: ${message.split('\n')[0]}`);
+  if (process.env.TELASTIC_DEBUG) console.error(err);
+  process.exit(1);
+}
+process.on('uncaughtException', fatal);
+process.on('unhandledRejection', fatal);
+require('../lib/src/cli/main.js').main(process.argv.slice(2)).catch(fatal);

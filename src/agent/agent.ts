@@ -35,6 +35,8 @@ export interface AgentOptions {
   uiUrl?: string;
   connection: Connection;
   nativeConnection: NativeConnection;
+  /** Runs a Temporal call, waiting out an unavailable server (src/temporal/retry.ts). */
+  retry?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 /** How the node's part of the job ended; `code` is the process exit code. */
@@ -74,16 +76,17 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
     entrypoint: { module: false, noPython: false, ...o.spec.entrypoint },
     role: o.spec.role ?? 'default',
   };
+  const retry = o.retry ?? (<T>(fn: () => Promise<T>) => fn());
   try {
-    const handle = await startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes });
+    const handle = await retry(() => startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes }));
     if (o.uiUrl) console.error(`telastic: job ${jobId}: ${o.uiUrl}/namespaces/${o.namespace}/workflows/${jobId}`);
-    await joinJob(opts, jobId, req);
+    await retry(() => joinJob(opts, jobId, req));
     nodeLog.info('joined');
     return await follow();
 
     async function follow(): Promise<AgentOutcome> {
       let done = false;
-      const result = handle.result().then(
+      const result = retry(() => handle.result()).then(
         (r): AgentOutcome => ({ code: 0, summary: `job ${jobId} succeeded: ${r.rounds} round(s), ${r.restarts} restart(s)` }),
         (err: unknown): AgentOutcome => outcomeOfFailure(jobId, err),
       );
