@@ -4,5 +4,5 @@ export type { ClientOptions } from './client/api';
 export { jobSpecSchema, joinRequestSchema, scaleRequestSchema, drainRequestSchema } from './job/spec';
 export type { JobSpec, JobSpecInput, JoinRequest, ScaleRequest, Entrypoint } from './job/spec';
 export type { JobStatus, NodeStatus } from './job/status';
-export { joinUpdate, leaveSignal, drainUpdate, drainSignal, scaleUpdate, cancelSignal, statusQuery } from '../workflows/messages';
+export { joinUpdate, leaveSignal, drainUpdate, drainSignal, scaleUpdate, scaleSignal, cancelSignal, statusQuery } from '../workflows/messages';
 export { CONTROL_QUEUE, nodeQueue } from '../activities/types';

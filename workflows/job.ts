@@ -10,7 +10,7 @@ import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchem
 import type { JobSpecInput } from '../src/job/spec';
 import { initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
 import { toStatus, type JobStatus } from '../src/job/status';
-import { cancelSignal, drainSignal, drainUpdate, joinUpdate, leaveSignal, scaleUpdate, statusQuery } from './messages';
+import { cancelSignal, drainSignal, drainUpdate, joinUpdate, leaveSignal, scaleSignal, scaleUpdate, statusQuery } from './messages';
 import { runRound, prepareRound } from './round';
 import { publish } from './publish';
 import type { z } from 'zod';
@@ -73,6 +73,10 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
   wf.setHandler(drainSignal, (req) => {
     const r = drainRequestSchema.safeParse(req);
     if (r.success) state = d.applyDrain(state, r.data.nodeId);
+  });
+  wf.setHandler(scaleSignal, (req) => {
+    const r = scaleRequestSchema.safeParse(req);
+    if (r.success && d.validateScale(state, r.data) === null) state = d.applyScale(state, r.data);
   });
   wf.setHandler(
     scaleUpdate,
