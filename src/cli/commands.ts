@@ -79,7 +79,8 @@ export function registerCommands(program: Command): void {
   withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes (recorded even while no coordinator runs)'), async (conn, ns, flags, [job], retry) => {
     const req = { minNodes: intFlag(flags, 'min'), maxNodes: intFlag(flags, 'max') };
     if (req.minNodes === undefined && req.maxNodes === undefined) throw new UsageError('scale: give --min N and/or --max N', '--min', undefined);
-    if (req.minNodes !== undefined && req.maxNodes !== undefined && req.minNodes > req.maxNodes) throw UsageError.invalid('--min', String(req.minNodes), `exceeds --max ${req.maxNodes}`);
+    // Checked here too (in the coordinator's words), so that a queued scale cannot be one it will drop.
+    if (req.minNodes !== undefined && req.maxNodes !== undefined && req.minNodes > req.maxNodes) throw new UsageError(`minNodes ${req.minNodes} exceeds maxNodes ${req.maxNodes}`, '--min', String(req.minNodes));
     const r = await retry(() => scaleJob({ connection: conn, namespace: ns }, job, req));
     const asked = [req.minNodes && `--min ${req.minNodes}`, req.maxNodes && `--max ${req.maxNodes}`].filter(Boolean).join(' ');
     console.log(r === 'queued' ? `job ${job}: no coordinator answered; the scale to ${asked} is recorded and applies when a coordinator returns` : `job ${job}: nodes ${r.minNodes}:${r.maxNodes}`);
