@@ -10,7 +10,7 @@ import { Option, type Command } from 'commander';
 import { cancelJob, drainNode, getJobStatus, scaleJob } from '../client/api';
 import type { JobStatus } from '../job/status';
 import { startController } from '../controller';
-import { connect, connectNative, retrying, type Wait } from '../temporal/connect';
+import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
 import { installRuntime } from './run';
@@ -106,10 +106,10 @@ export function registerCommands(program: Command): void {
       process.once('SIGINT', abort);
       process.once('SIGTERM', abort);
       const wait: Wait = { patienceMs: Infinity, signal: stopWaiting.signal };
-      let native, controller;
+      let native;
       try {
         native = await connectNative(co, wait);
-        controller = await retrying(native, co, wait)(() => startController(native!, co.namespace, flags.taskQueue));
+        await waitForNamespace(native, co, wait);
       } catch (err) {
         if (!stopWaiting.signal.aborted) throw err;
         await native?.close();
@@ -118,6 +118,7 @@ export function registerCommands(program: Command): void {
         process.off('SIGINT', abort);
         process.off('SIGTERM', abort);
       }
+      const controller = await startController(native, co.namespace, flags.taskQueue);
       console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})`);
       const stop = () => void controller.shutdown();
       process.once('SIGINT', stop);

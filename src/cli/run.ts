@@ -8,7 +8,7 @@ import { runAgent } from '../agent/agent';
 import { parseStd } from '../agent/workers';
 import { checkSearchAttributes } from '../temporal/readiness';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
-import { connect, connectNative, retrying, type Wait } from '../temporal/connect';
+import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
 
@@ -72,8 +72,10 @@ export async function runCommand(argv: string[]): Promise<number> {
     // Like torchrun's agents waiting for their store: a server not up yet is waited for, as long
     // as the job would wait for its nodes.
     const wait: Wait = { patienceMs: o.rdzv.joinTimeoutMs, patienceName: 'join_timeout (--rdzv-conf)', signal: abort.signal };
-    const conn = await connect(connection, wait);
+    // The worker connection first: it fails at once on a refused port and says so.
     const native = await connectNative(connection, wait);
+    const conn = await connect(connection, wait);
+    await waitForNamespace(conn, connection, wait); // before the agent's Worker.create checks it
     const retry = retrying(conn, connection, wait);
     const sa = await retry(() => checkSearchAttributes(conn, connection.namespace));
     const outcome = await runAgent(

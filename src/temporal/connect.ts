@@ -91,6 +91,15 @@ export function retrying(conn: HasWorkflowService, opts: Pick<ConnectionOptions,
   return <T>(fn: () => Promise<T>): Promise<T> => withRetry(fn, { address: opts.address, probeNamespace, ping, ...wait });
 }
 
+/**
+ * Wait until the server serves `opts.namespace` (describeNamespace answers). Before creating a
+ * `Worker`: Worker.create checks the namespace itself, and a failed Worker.create cannot be
+ * retried on the same connection (core keeps the half-registered worker).
+ */
+export async function waitForNamespace(conn: HasWorkflowService, opts: Pick<ConnectionOptions, 'address' | 'namespace'>, wait: Wait): Promise<void> {
+  await retrying(conn, opts, wait)(() => within(ATTEMPT_TIMEOUT_MS, conn.workflowService.describeNamespace({ namespace: opts.namespace })));
+}
+
 /** `p`, or a DEADLINE_EXCEEDED-like rejection after `ms` (a busy server may not answer at all). */
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
