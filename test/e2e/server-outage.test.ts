@@ -55,9 +55,11 @@ test('agents started 10 s before the server exists wait, say so once, then form 
   expect(pair.map((a) => a.proc.exitCode)).toEqual([null, null]);
 
   await startPrivateServer({ port });
+  const up = Date.now();
   const conn = await connectTo(address);
   const s = await waitForRound(conn, job, (x) => x.worldSize === 2);
   expect(s.restarts).toBe(0);
+  console.log(`agents before the server: server answering → round running in ${((Date.now() - up) / 1000).toFixed(1)} s`);
   finish(out);
   expect(await Promise.all(pair.map((a) => a.exited))).toEqual([0, 0]);
   for (const a of pair) {
@@ -89,17 +91,20 @@ test('the server killed for 10 s during a rendezvous and started again on its da
   await sleep(OUTAGE_MS);
   expect([...first, late].map((a) => a.proc.exitCode)).toEqual([null, null, null]);
   server = await startPrivateServer({ port, dbFile });
+  const up = Date.now();
 
   const conn2 = await connectTo(server.address);
   const s = await waitForRound(conn2, job, (x) => x.worldSize === 3, 90_000);
   expect(s.restarts).toBe(0);
+  console.log(`server killed mid-rendezvous: restarted server answering → round of 3 running in ${((Date.now() - up) / 1000).toFixed(1)} s (round ${s.round})`);
   finish(out);
   expect(await Promise.all([...first, late].map((a) => a.exited))).toEqual([0, 0, 0]);
   expect((await status(conn2, job)).state).toBe('succeeded');
   expect(count(WAITING, late.output())).toBe(1);
   expect(count(CONNECTED, late.output())).toBe(1);
   for (const a of [...first, late]) {
-    expect(count(WAITING, a.output())).toBeLessThanOrEqual(1);
+    expect(count(WAITING, a.output())).toBeLessThanOrEqual(1); // the two followers may not notice a 10 s outage
+    expect(count(CONNECTED, a.output())).toBe(count(WAITING, a.output()));
     expectCleanOutput(a);
   }
 });
