@@ -4,6 +4,6 @@ export type { ClientOptions, LobbyAddress } from './client/api';
 export { jobSpecSchema, joinRequestSchema, scaleRequestSchema, drainRequestSchema } from './job/spec';
 export type { JobSpec, JobSpecInput, JoinRequest, ScaleRequest, Entrypoint } from './job/spec';
 export type { JobStatus, NodeStatus } from './job/status';
-export { joinUpdate, leaveSignal, drainUpdate, drainSignal, scaleUpdate, cancelSignal, statusQuery, nodeQuery, lobbySignal } from '../workflows/messages';
+export { joinUpdate, leaveSignal, drainUpdate, drainSignal, scaleUpdate, scaleSignal, cancelSignal, statusQuery, nodeQuery, lobbySignal } from '../workflows/messages';
 export type { LobbyEvent, NodeView } from '../workflows/messages';
 export { CONTROL_QUEUE, nodeQueue } from '../activities/types';

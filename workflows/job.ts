@@ -10,7 +10,7 @@ import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchem
 import type { JobSpecInput } from '../src/job/spec';
 import { initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
 import { nodeView, toStatus, type JobStatus } from '../src/job/status';
-import { cancelSignal, drainSignal, drainUpdate, groupFinishedSignal, joinUpdate, leaveSignal, lobbyBatchSignal, nodeQuery, scaleUpdate, statusQuery, type LobbyEvent } from './messages';
+import { cancelSignal, drainSignal, drainUpdate, groupFinishedSignal, joinUpdate, leaveSignal, lobbyBatchSignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent } from './messages';
 import { runRound, prepareRound } from './round';
 import { publish } from './publish';
 import type { z } from 'zod';
@@ -85,6 +85,11 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     signals++;
     const r = drainRequestSchema.safeParse(req);
     if (r.success) state = d.applyDrain(state, r.data.nodeId);
+  });
+  wf.setHandler(scaleSignal, (req) => {
+    signals++;
+    const r = scaleRequestSchema.safeParse(req);
+    if (r.success && d.validateScale(state, r.data) === null) state = d.applyScale(state, r.data);
   });
   wf.setHandler(
     scaleUpdate,

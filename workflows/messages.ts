@@ -12,6 +12,8 @@ export const drainUpdate = defineUpdate<{ accepted: true }, [DrainRequest]>('dra
 /** The same drain as a signal: stored by the server even while no coordinator runs. */
 export const drainSignal = defineSignal<[DrainRequest]>('drainNode');
 export const scaleUpdate = defineUpdate<{ minNodes: number; maxNodes: number }, [ScaleRequest]>('scale');
+/** The same scale as a signal, kept by the server while no coordinator runs; validated when applied. */
+export const scaleSignal = defineSignal<[ScaleRequest]>('scaleJob');
 export const cancelSignal = defineSignal('cancel');
 export const statusQuery = defineQuery<JobStatus>('status');
 

@@ -35,6 +35,8 @@ export interface AgentOptions {
   uiUrl?: string;
   connection: Connection;
   nativeConnection: NativeConnection;
+  /** Runs a Temporal call, waiting out an unavailable server (src/temporal/retry.ts). */
+  retry?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 /** How the node's part of the job ended; `code` is the process exit code. */
@@ -77,10 +79,11 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
   };
   const lobby = { jobId, maxNodes: o.spec.maxNodes, groupSize: o.spec.rdzv?.groupSize ?? DEFAULT_GROUP_SIZE };
   const pollMs = agentPollMs(o.spec.maxNodes);
+  const retry = o.retry ?? (<T>(fn: () => Promise<T>) => fn());
   try {
-    const handle = await startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes });
+    const handle = await retry(() => startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes }));
     if (o.uiUrl) console.error(`telastic: job ${jobId}: ${o.uiUrl}/namespaces/${o.namespace}/workflows/${jobId}`);
-    await sendToLobby(opts, lobby, { kind: 'join', req });
+    await retry(() => sendToLobby(opts, lobby, { kind: 'join', req }));
     nodeLog.info('join sent');
     return await follow();
 
@@ -100,7 +103,7 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
 
     async function follow(): Promise<AgentOutcome> {
       let done = false;
-      const result = handle.result().then(
+      const result = retry(() => handle.result()).then(
         (r): AgentOutcome => ({ code: 0, summary: `job ${jobId} succeeded: ${r.rounds} round(s), ${r.restarts} restart(s)` }),
         (err: unknown): AgentOutcome => outcomeOfFailure(jobId, err),
       );

@@ -1,24 +1,43 @@
-/** `telastic status / scale / drain / cancel / controller`: thin commands over the client API. */
+/**
+ * `telastic status / scale / drain / cancel / controller`: thin commands over the client API.
+ * Each waits out a Temporal server that is not up yet, restarting or overloaded (retry.ts): the
+ * client commands for `--connect-timeout` seconds (TELASTIC_CONNECT_TIMEOUT, default 60), the
+ * controller, a service, for ever.
+ */
 import type { Connection } from '@temporalio/client';
 import { Client } from '@temporalio/client';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { cancelJob, drainNode, getJobStatus, scaleJob } from '../client/api';
 import type { JobStatus } from '../job/status';
 import { startController } from '../controller';
-import { connect, connectNative } from '../temporal/connect';
-import { addConnectionOptions, compileConnectionOptions, type ConnectionFlagValues } from './connection-options';
+import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
+import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
+import { installRuntime } from './run';
+import { parseValue, secondsToMs } from './values';
 
-type Action = (conn: Connection, namespace: string, flags: Record<string, unknown>, args: string[]) => Promise<number>;
+export const DEFAULT_CONNECT_TIMEOUT_S = 60;
+
+type Retry = <T>(fn: () => Promise<T>) => Promise<T>;
+type Action = (conn: Connection, namespace: string, flags: Record<string, unknown>, args: string[], retry: Retry) => Promise<number>;
+
+/** `--connect-timeout SECONDS` (TELASTIC_CONNECT_TIMEOUT): how long a command waits for Temporal. */
+function connectWait(flags: { connectTimeout?: string }): Wait {
+  const raw = flagOrEnv(flags.connectTimeout, '--connect-timeout', process.env, 'TELASTIC_CONNECT_TIMEOUT');
+  const patienceMs = raw ? parseValue(secondsToMs('nonnegative'), raw) : DEFAULT_CONNECT_TIMEOUT_S * 1000;
+  return { patienceMs, patienceName: '--connect-timeout' };
+}
 
 function withConnection(cmd: Command, action: Action): Command {
-  return addConnectionOptions(cmd).action(async (...all: unknown[]) => {
+  const timeout = new Option('--connect-timeout <seconds>', `how long to wait for an unavailable Temporal server (env TELASTIC_CONNECT_TIMEOUT, default ${DEFAULT_CONNECT_TIMEOUT_S})`);
+  return addConnectionOptions(cmd).addOption(timeout).action(async (...all: unknown[]) => {
     const command = all[all.length - 1] as Command;
-    const flags = command.opts<ConnectionFlagValues & Record<string, unknown>>();
+    const flags = command.opts<ConnectionFlagValues & Record<string, unknown> & { connectTimeout?: string }>();
     const co = compileConnectionOptions(flags, process.env);
-    const conn = await connect(co);
+    const wait = connectWait(flags);
+    const conn = await connect(co, wait);
     try {
-      process.exitCode = await action(conn, co.namespace, flags, command.args);
+      process.exitCode = await action(conn, co.namespace, flags, command.args, retrying(conn, co, wait));
     } finally {
       await conn.close();
     }
@@ -44,39 +63,61 @@ export function printStatus(s: JobStatus): string {
 }
 
 export function registerCommands(program: Command): void {
-  withConnection(program.command('status').argument('<job>').option('--json', 'print the status object as JSON').description('show a job'), async (conn, ns, flags, [job]) => {
+  withConnection(program.command('status').argument('<job>').option('--json', 'print the status object as JSON').description('show a job'), async (conn, ns, flags, [job], retry) => {
+    // The server is waited for; a coordinator is not (the workflow's own status is shown instead).
+    const desc = await retry(() => new Client({ connection: conn, namespace: ns }).workflow.getHandle(job).describe());
     let status: JobStatus;
     try {
       status = await conn.withDeadline(Date.now() + 10_000, () => getJobStatus({ connection: conn, namespace: ns }, job));
     } catch (err) {
-      const desc = await new Client({ connection: conn, namespace: ns }).workflow.getHandle(job).describe();
       console.log(flags.json ? JSON.stringify({ jobId: job, workflowStatus: desc.status.name }) : `job ${job}: ${desc.status.name} (no coordinator answered: ${(err as Error).message})`);
       return 0;
     }
     console.log(flags.json ? JSON.stringify(status, null, 2) : printStatus(status));
     return 0;
   });
-  withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes'), async (conn, ns, flags, [job]) => {
+  withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes (recorded even while no coordinator runs)'), async (conn, ns, flags, [job], retry) => {
     const req = { minNodes: intFlag(flags, 'min'), maxNodes: intFlag(flags, 'max') };
     if (req.minNodes === undefined && req.maxNodes === undefined) throw new UsageError('scale: give --min N and/or --max N', '--min', undefined);
-    const r = await scaleJob({ connection: conn, namespace: ns }, job, req);
-    console.log(`job ${job}: nodes ${r.minNodes}:${r.maxNodes}`);
+    // Checked here too (in the coordinator's words), so that a queued scale cannot be one it will drop.
+    if (req.minNodes !== undefined && req.maxNodes !== undefined && req.minNodes > req.maxNodes) throw new UsageError(`minNodes ${req.minNodes} exceeds maxNodes ${req.maxNodes}`, '--min', String(req.minNodes));
+    const r = await retry(() => scaleJob({ connection: conn, namespace: ns }, job, req));
+    const asked = [req.minNodes && `--min ${req.minNodes}`, req.maxNodes && `--max ${req.maxNodes}`].filter(Boolean).join(' ');
+    console.log(r === 'queued' ? `job ${job}: no coordinator answered; the scale to ${asked} is recorded and applies when a coordinator returns` : `job ${job}: nodes ${r.minNodes}:${r.maxNodes}`);
     return 0;
   });
-  withConnection(program.command('drain').argument('<job>').argument('<node>').description('release a node at the next round boundary'), async (conn, ns, _f, [job, node]) => {
-    const r = await drainNode({ connection: conn, namespace: ns }, job, node);
-    console.log(r === 'applied' ? `job ${job}: draining ${node}` : `job ${job}: no coordinator is running; the drain of ${node} is recorded and applies when one returns`);
+  withConnection(program.command('drain').argument('<job>').argument('<node>').description('release a node at the next round boundary (recorded even while no coordinator runs)'), async (conn, ns, _f, [job, node], retry) => {
+    const r = await retry(() => drainNode({ connection: conn, namespace: ns }, job, node));
+    console.log(r === 'applied' ? `job ${job}: draining ${node}` : `job ${job}: no coordinator answered; the drain of ${node} is recorded and applies when a coordinator returns`);
     return 0;
   });
-  withConnection(program.command('cancel').argument('<job>').description('cancel a job on every node'), async (conn, ns, _f, [job]) => {
-    await cancelJob({ connection: conn, namespace: ns }, job);
+  withConnection(program.command('cancel').argument('<job>').description('cancel a job on every node'), async (conn, ns, _f, [job], retry) => {
+    await retry(() => cancelJob({ connection: conn, namespace: ns }, job));
     console.log(`job ${job}: cancel requested`);
     return 0;
   });
-  addConnectionOptions(program.command('controller').option('--task-queue <name>', 'control task queue', 'telastic').description('run a control-queue worker in the foreground'))
+  addConnectionOptions(program.command('controller').option('--task-queue <name>', 'control task queue', 'telastic').description('run a control-queue worker in the foreground (waits for ever for an unavailable Temporal server)'))
     .action(async (flags: ConnectionFlagValues & { taskQueue: string }) => {
       const co = compileConnectionOptions(flags, process.env);
-      const native = await connectNative(co);
+      installRuntime();
+      // A service: started before its server (systemd, compose) or across a server restart, it waits.
+      const stopWaiting = new AbortController();
+      const abort = () => stopWaiting.abort();
+      process.once('SIGINT', abort);
+      process.once('SIGTERM', abort);
+      const wait: Wait = { patienceMs: Infinity, signal: stopWaiting.signal };
+      let native;
+      try {
+        native = await connectNative(co, wait);
+        await waitForNamespace(native, co, wait);
+      } catch (err) {
+        if (!stopWaiting.signal.aborted) throw err;
+        await native?.close();
+        return; // stopped while waiting for the server: a clean stop
+      } finally {
+        process.off('SIGINT', abort);
+        process.off('SIGTERM', abort);
+      }
       const controller = await startController(native, co.namespace, flags.taskQueue);
       console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})`);
       const stop = () => void controller.shutdown();

@@ -9,7 +9,10 @@ import { connectNative } from '../temporal/connect';
 
 export async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'run') {
-    const code = await runCommand(argv.slice(1));
+    const code = await runCommand(argv.slice(1)).catch((err: unknown) => {
+      console.error(`telastic run: ${oneLine(err)}`);
+      return 1;
+    });
     // A client long poll (the job result) may still be open; once stdout and stderr are
     // flushed, the node's part is over.
     await new Promise((r) => process.stdout.write('', r));
@@ -44,7 +47,14 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 2;
       return;
     }
-    console.error(`telastic: ${(err as Error).message.split('\n')[0]}`);
+    console.error(`telastic: ${oneLine(err)}`);
     process.exitCode = (err as { name?: string }).name === 'JobInputError' ? 2 : 1;
   }
+}
+
+/** The first line of an error's message: what the user sees instead of a stack trace. */
+export function oneLine(err: unknown): string {
+  if ((err as { name?: string }).name === 'WorkflowNotFoundError') return `job ${(err as { workflowId?: string }).workflowId} not found`;
+  const message = err instanceof Error ? err.message : String(err);
+  return message.split('\n')[0] || String((err as Error | undefined)?.name ?? 'unknown error');
 }

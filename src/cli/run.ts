@@ -1,25 +1,32 @@
 /** `telastic run`: torchrun's CLI in front of a node agent. */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAgent } from '../agent/agent';
 import { parseStd } from '../agent/workers';
-import { hasSearchAttributes } from '../temporal/readiness';
+import { checkSearchAttributes } from '../temporal/readiness';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
-import { connect, connectNative } from '../temporal/connect';
+import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
 
 let runtimeInstalled = false;
-/** Before any worker exists; the agent handles SIGINT/SIGTERM itself (a graceful leave). */
+/**
+ * Before any worker exists; the agent handles SIGINT/SIGTERM itself (a graceful leave). The SDK
+ * core logs at ERROR too: its WARN "poll retried N times" lines would flood stderr during a
+ * server outage, which retry.ts reports in one line instead.
+ */
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
-  // The SDK's native core logs at WARN by default (e.g. a cancelled activity completing late): noise to a user.
-  Runtime.install({ shutdownSignals: [], logger: new DefaultLogger(level), telemetryOptions: { logging: { filter: { core: level, other: level }, forward: {} } } });
+  Runtime.install({
+    shutdownSignals: [],
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level, other: level }) } },
+  });
 }
 
 function checkScript(o: RunOptions): void {
@@ -62,9 +69,15 @@ export async function runCommand(argv: string[]): Promise<number> {
       if (rdzvId === 'none') rdzvId = randomUUID();
       console.error(`telastic: standalone Temporal server at ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}`);
     }
-    const conn = await connect(connection);
-    const native = await connectNative(connection);
-    const sa = await hasSearchAttributes(conn, connection.namespace);
+    // Like torchrun's agents waiting for their store: a server not up yet is waited for, as long
+    // as the job would wait for its nodes.
+    const wait: Wait = { patienceMs: o.rdzv.joinTimeoutMs, patienceName: 'join_timeout (--rdzv-conf)', signal: abort.signal };
+    // The worker connection first: it fails at once on a refused port and says so.
+    const native = await connectNative(connection, wait);
+    const conn = await connect(connection, wait);
+    await waitForNamespace(conn, connection, wait); // before the agent's Worker.create checks it
+    const retry = retrying(conn, connection, wait);
+    const sa = await retry(() => checkSearchAttributes(conn, connection.namespace));
     const outcome = await runAgent(
       {
         spec: {
@@ -91,6 +104,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL,
         connection: conn,
         nativeConnection: native,
+        retry,
       },
       abort.signal,
     );
@@ -98,9 +112,18 @@ export async function runCommand(argv: string[]): Promise<number> {
     await conn.close();
     await native.close();
     return outcome.code;
+  } catch (err) {
+    // Gave up waiting for Temporal, a missing namespace, a server that would not start: one line.
+    if (abort.signal.aborted) return 143;
+    console.error(`telastic run: ${firstLine(err)}`);
+    return 1;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await server?.stop();
   }
+}
+
+function firstLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0];
 }

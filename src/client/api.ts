@@ -3,14 +3,14 @@
  * `@temporalio/client` connection. Inputs are validated with the same zod schemas the
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
-import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
 import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
 import { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
 import type { JobStatus } from '../job/status';
-import { drainSignal, drainUpdate, joinUpdate, lobbySignal, nodeQuery, scaleUpdate, statusQuery, type LobbyEvent, type NodeView } from '../../workflows/messages';
+import { drainSignal, drainUpdate, joinUpdate, lobbySignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent, type NodeView } from '../../workflows/messages';
 import type { elasticJob } from '../../workflows/job';
 import type { jobLobby } from '../../workflows/lobby';
 import { leaveRequestSchema } from '../job/spec';
@@ -96,27 +96,42 @@ export async function nodeState(o: ClientOptions, jobId: string, nodeId: string)
   return client(o).workflow.getHandle(jobId).query(nodeQuery, nodeId);
 }
 
-export async function scaleJob(o: ClientOptions, jobId: string, req: ScaleRequest): Promise<{ minNodes: number; maxNodes: number }> {
+/** How long a coordinator gets to validate and apply a scale or drain before it is sent as a signal. */
+export const UPDATE_WAIT_MS = 2000;
+
+/**
+ * Change the job's min/max nodes. Validated and applied by the coordinator when one answers
+ * within `waitMs` (a bad request throws `JobInputError`); otherwise sent as a signal, which the
+ * server keeps until a coordinator returns, and which that coordinator validates then
+ * (`'queued'`). An unknown job throws WorkflowNotFoundError.
+ */
+export async function scaleJob(o: ClientOptions, jobId: string, req: ScaleRequest, waitMs = UPDATE_WAIT_MS): Promise<{ minNodes: number; maxNodes: number } | 'queued'> {
   const r = parseOrThrow(scaleRequestSchema, req, 'scale');
-  return rethrowRejection(jobId, client(o).workflow.getHandle(jobId).executeUpdate(scaleUpdate, { args: [r] }));
+  const handle = client(o).workflow.getHandle(jobId);
+  return updateOrSignal(o, jobId, waitMs, () => handle.executeUpdate(scaleUpdate, { args: [r] }), () => handle.signal(scaleSignal, r));
+}
+
+/** Drain a node: like `scaleJob`, an update when a coordinator answers, else a kept signal. */
+export async function drainNode(o: ClientOptions, jobId: string, nodeId: string, waitMs = UPDATE_WAIT_MS): Promise<'applied' | 'queued'> {
+  const r = parseOrThrow(drainRequestSchema, { nodeId }, 'drain');
+  const handle = client(o).workflow.getHandle(jobId);
+  const applied = await updateOrSignal(o, jobId, waitMs, () => handle.executeUpdate(drainUpdate, { args: [r] }), () => handle.signal(drainSignal, r));
+  return applied === 'queued' ? 'queued' : 'applied';
 }
 
 /**
- * Drain a node. Validated by the coordinator when one answers within `waitMs`; otherwise the
- * drain is sent as a signal, which the server keeps until a coordinator returns.
+ * The update, if a coordinator answers within `waitMs`; else the signal. Updates need a running
+ * worker; without one the call ends in a deadline, "Call cancelled" or an RST_STREAM CANCEL
+ * depending on timing, so every error but a rejection or an unknown job falls back. An update
+ * that timed out may still be delivered later, as well as the signal: both handlers are
+ * idempotent (draining a drained node, setting the same min/max again).
  */
-export async function drainNode(o: ClientOptions, jobId: string, nodeId: string, waitMs = 5000): Promise<'applied' | 'queued'> {
-  const r = parseOrThrow(drainRequestSchema, { nodeId }, 'drain');
-  const handle = client(o).workflow.getHandle(jobId);
+async function updateOrSignal<T>(o: ClientOptions, jobId: string, waitMs: number, update: () => Promise<T>, signal: () => Promise<void>): Promise<T | 'queued'> {
   try {
-    await rethrowRejection(jobId, o.connection.withDeadline(Date.now() + waitMs, () => handle.executeUpdate(drainUpdate, { args: [r] })));
-    return 'applied';
+    return await rethrowRejection(jobId, o.connection.withDeadline(Date.now() + waitMs, update));
   } catch (err) {
-    if (err instanceof JobInputError) throw err;
-    const code = (err as { code?: number }).code;
-    const deadline = code === 4 || /deadline/i.test(String((err as Error).message));
-    if (!deadline) throw err;
-    await handle.signal(drainSignal, r);
+    if (err instanceof JobInputError || err instanceof WorkflowNotFoundError || err instanceof NamespaceNotFoundError) throw err;
+    await signal();
     return 'queued';
   }
 }

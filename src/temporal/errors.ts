@@ -51,3 +51,40 @@ export class DevServerStartError extends Error {
     super(message);
   }
 }
+
+/**
+ * Thrown by `withRetry` (retry.ts) when Temporal stayed unreachable, restarting or overloaded for
+ * the whole patience. `reason` is the last transient condition (`UNAVAILABLE`, `connection
+ * refused`…); the message is the one line the CLI prints.
+ */
+export class TemporalUnavailableError extends Error {
+  public override readonly name = 'TemporalUnavailableError';
+  constructor(
+    public readonly address: string,
+    public readonly reason: string,
+    public readonly waitedMs: number,
+    /** The flag or setting that bounds the wait, named in the message. */
+    public readonly patienceName?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `gave up waiting for Temporal at ${address} after ${Math.round(waitedMs / 1000)} s (${reason})` +
+        `${patienceName ? `; raise ${patienceName} to wait longer` : ''}`,
+      options,
+    );
+  }
+}
+
+/**
+ * Thrown by `withRetry` when the namespace is still not found after the warm-up window and the
+ * server confirms it does not exist (retry.ts explains how warm-up is told from absence).
+ */
+export class NamespaceMissingError extends Error {
+  public override readonly name = 'NamespaceMissingError';
+  constructor(
+    public readonly namespace: string,
+    public readonly address: string,
+  ) {
+    super(`namespace ${namespace} does not exist on Temporal at ${address} (create it with: temporal operator namespace create ${namespace})`);
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * A Temporal server that is not there yet, or goes away mid-rendezvous, is waited out by real
+ * `telastic run` agents; `drain` and `scale` sent while no coordinator runs are recorded at once
+ * and applied when a controller returns.
+ */
+import { Connection } from '@temporalio/client';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { freePort } from '../../src/temporal/ports';
+import { startPrivateServer, stopPrivateServers, testAddress } from '../setup/temporal';
+import { BIN, FAST_RDZV, WORKER, finish, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+
+const agents: Agent[] = [];
+const controllers: ChildProcess[] = [];
+const connections: Connection[] = [];
+afterAll(async () => {
+  for (const c of controllers) c.kill('SIGKILL');
+  await stopAll(agents);
+  await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
+  await stopPrivateServers();
+});
+
+const OUTAGE_MS = 10_000;
+const WAITING = /telastic: waiting for Temporal at (\S+) \(/g;
+const CONNECTED = /telastic: connected to Temporal at (\S+) after/g;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function count(re: RegExp, text: string): number {
+  return [...text.matchAll(re)].length;
+}
+
+async function connectTo(address: string): Promise<Connection> {
+  const c = await Connection.connect({ address });
+  connections.push(c);
+  return c;
+}
+
+/** No Node stack trace and no SDK log line reached the user. */
+function expectCleanOutput(a: Agent): void {
+  expect(a.output()).not.toMatch(/\n\s+at .+:\d+:\d+\)?\n/);
+  expect(a.output()).not.toMatch(/temporalio_client::retry|Error: .*\n\s+at /);
+}
+
+test('agents started 10 s before the server exists wait, say so once, then form the job and finish', async () => {
+  const port = await freePort();
+  const address = `127.0.0.1:${port}`;
+  const out = tmpDir('early');
+  const job = uniqueJobId('early');
+  const args = ['--nnodes', '2', '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out];
+  const started = Date.now();
+  const pair = ['early-a', 'early-b'].map((n) => startAgent(address, n, args));
+  agents.push(...pair);
+  await waitFor('both agents say they wait for Temporal', () => pair.every((a) => count(WAITING, a.output()) === 1), 15_000);
+  await sleep(Math.max(0, started + OUTAGE_MS - Date.now())); // the deliberate outage
+  expect(pair.map((a) => a.proc.exitCode)).toEqual([null, null]);
+
+  await startPrivateServer({ port });
+  const up = Date.now();
+  const conn = await connectTo(address);
+  const s = await waitForRound(conn, job, (x) => x.worldSize === 2);
+  expect(s.restarts).toBe(0);
+  console.log(`agents before the server: server answering → round running in ${((Date.now() - up) / 1000).toFixed(1)} s`);
+  finish(out);
+  expect(await Promise.all(pair.map((a) => a.exited))).toEqual([0, 0]);
+  for (const a of pair) {
+    expect(count(WAITING, a.output())).toBe(1);
+    expect([...a.output().matchAll(WAITING)][0][1]).toBe(address);
+    expect(count(CONNECTED, a.output())).toBe(1);
+    expectCleanOutput(a);
+  }
+});
+
+test('the server killed for 10 s during a rendezvous and started again on its database: the round forms and the job finishes', async () => {
+  const port = await freePort();
+  const dbFile = path.join(tmpDir('rdzv-db'), 'temporal.db');
+  let server = await startPrivateServer({ port, dbFile });
+  const out = tmpDir('rdzv-kill');
+  const job = uniqueJobId('rdzv-kill');
+  // Min 2 of 3 with a last call long enough that the kill lands in it.
+  const conf = ['--rdzv-conf', 'heartbeat_timeout=3,last_call_timeout=12,join_timeout=90,prepare_timeout=3', '--shutdown-timeout', '3'];
+  const args = ['--nnodes', '2:3', '--rdzv-id', job, ...conf, WORKER, '--out', out];
+  const first = ['kill-a', 'kill-b'].map((n) => startAgent(server.address, n, args));
+  agents.push(...first);
+  const conn = await connectTo(server.address);
+  await waitFor('the last call', async () => (await status(conn, job)).state === 'rendezvous');
+
+  server.kill('SIGKILL');
+  await server.exited;
+  const late = startAgent(server.address, 'kill-c', args); // joins while the server is down
+  agents.push(late);
+  await sleep(OUTAGE_MS);
+  expect([...first, late].map((a) => a.proc.exitCode)).toEqual([null, null, null]);
+  server = await startPrivateServer({ port, dbFile });
+  const up = Date.now();
+
+  const conn2 = await connectTo(server.address);
+  const s = await waitForRound(conn2, job, (x) => x.worldSize === 3, 90_000);
+  expect(s.restarts).toBe(0);
+  console.log(`server killed mid-rendezvous: restarted server answering → round of 3 running in ${((Date.now() - up) / 1000).toFixed(1)} s (round ${s.round})`);
+  finish(out);
+  expect(await Promise.all([...first, late].map((a) => a.exited))).toEqual([0, 0, 0]);
+  expect((await status(conn2, job)).state).toBe('succeeded');
+  expect(count(WAITING, late.output())).toBe(1);
+  expect(count(CONNECTED, late.output())).toBe(1);
+  for (const a of [...first, late]) {
+    expect(count(WAITING, a.output())).toBeLessThanOrEqual(1); // the two followers may not notice a 10 s outage
+    expect(count(CONNECTED, a.output())).toBe(count(WAITING, a.output()));
+    expectCleanOutput(a);
+  }
+});
+
+/** `telastic ARGS…` against the shared server: exit code, stdout+stderr, and how long it took. */
+function cli(args: string[]): Promise<{ code: number; out: string; ms: number }> {
+  const t = Date.now();
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args, '--address', testAddress()], { timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr, ms: Date.now() - t });
+    });
+  });
+}
+
+function startController(taskQueue: string): ChildProcess {
+  const c = spawn(process.execPath, [BIN, 'controller', '--address', testAddress(), '--task-queue', taskQueue], { stdio: 'ignore' });
+  controllers.push(c);
+  return c;
+}
+
+test('drain and scale while no coordinator runs return at once, every time, and apply when a controller returns', async () => {
+  const conn = await connectTo(testAddress());
+  const out = tmpDir('queued');
+  const job = uniqueJobId('queued');
+  const queue = `tq-${job}`;
+  const controller = startController(queue);
+  const args = ['--nnodes', '1:2', '--no-coordinator', '--task-queue', queue, '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out];
+  const pair = ['queued-a', 'queued-b'].map((n) => startAgent(testAddress(), n, args));
+  agents.push(...pair);
+  const running = await waitForRound(conn, job, (s) => s.worldSize === 2);
+  controller.kill('SIGKILL');
+  await new Promise((r) => controller.once('exit', r));
+
+  const target = running.nodes.find((n) => n.groupRank === 1)!.nodeId;
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const drain = await cli(['drain', job, target]);
+    expect(drain).toMatchObject({ code: 0, out: `job ${job}: no coordinator answered; the drain of ${target} is recorded and applies when a coordinator returns\n` });
+    const scale = await cli(['scale', job, '--max', '1']);
+    expect(scale).toMatchObject({ code: 0, out: `job ${job}: no coordinator answered; the scale to --max 1 is recorded and applies when a coordinator returns\n` });
+    times.push(drain.ms, scale.ms);
+  }
+  expect(Math.max(...times)).toBeLessThan(8_000);
+  console.log(`drain/scale with no coordinator: ${times.map((t) => (t / 1000).toFixed(1)).join(', ')} s`);
+
+  startController(queue);
+  expect(await pair.find((a) => a.nodeId === target)!.exited).toBe(0);
+  const after = await waitForRound(conn, job, (s) => s.worldSize === 1 && s.round > running.round);
+  expect(after).toMatchObject({ maxNodes: 1, restarts: 0 });
+  expect(after.nodes.find((n) => n.nodeId === target)?.state).toBe('drained');
+  finish(out);
+  expect(await pair.find((a) => a.nodeId !== target)!.exited).toBe(0);
+});
