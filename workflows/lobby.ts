@@ -16,12 +16,12 @@ export interface LobbyInput {
   quietMs?: number;
   /** …or this long after its first event. @default 2000 */
   maxDelayMs?: number;
-  /** The lobby ends after this long without events. @default 60000 */
+  /** The lobby ends after this long without events (the next join starts it again). @default 5000 */
   idleMs?: number;
 }
 
 export async function jobLobby(input: LobbyInput): Promise<void> {
-  const { quietMs = 300, maxDelayMs = 2000, idleMs = 60_000 } = input;
+  const { quietMs = 300, maxDelayMs = 2000, idleMs = 5000 } = input;
   const pending: LobbyEvent[] = [];
   wf.setHandler(lobbySignal, (e) => void pending.push(e));
   const job = wf.getExternalWorkflowHandle(input.jobId);
