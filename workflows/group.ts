@@ -63,8 +63,13 @@ export interface PrepareGroupInput {
   timing: GroupTiming;
 }
 
-/** `prepare` on every node of the group; one answer per node, in the given order. */
+/** `prepare` on every node of the group as a child workflow. */
 export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
+  return prepareNodes(input);
+}
+
+/** `prepare` on every node; one answer per node, in the given order. */
+export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
   const { jobId, round, timing } = input;
   return Promise.all(
     input.nodeIds.map((nodeId) =>
@@ -88,12 +93,24 @@ export interface RunGroupInput {
 }
 
 /**
- * `runWorkers` on every node of the group. Returns when all succeeded, or at the first node
- * that failed or vanished (the others are cancelled; the job restarts the round anyway). The
- * first finished node is signalled to the job at once: it stops the job from admitting joiners
- * into a round that is ending.
+ * `runWorkers` on every node of the group as a child workflow. The first finished node is
+ * signalled to the job at once: it stops the job from admitting joiners into a round that is
+ * ending.
  */
 export async function runGroup(input: RunGroupInput): Promise<NodeOutcome[]> {
+  const parent = wf.workflowInfo().parent;
+  return runNodes(input, async (nodeIds) => {
+    if (!parent) return;
+    await wf.getExternalWorkflowHandle(parent.workflowId).signal(groupFinishedSignal, { round: input.round, nodeIds }).catch(() => undefined);
+  });
+}
+
+/**
+ * `runWorkers` on every node. Returns when all succeeded, or at the first node that failed or
+ * vanished (the others are cancelled; the job restarts the round anyway). `onFirstFinished`
+ * hears of the first nodes whose workers exited 0 while others still run.
+ */
+export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: string[]) => Promise<void> | void): Promise<NodeOutcome[]> {
   const { round, assignments, timing } = input;
   const outcomes = new Map<string, NodeOutcome>();
   const scope = new wf.CancellationScope({ cancellable: true });
@@ -115,12 +132,8 @@ export async function runGroup(input: RunGroupInput): Promise<NodeOutcome[]> {
   }
   const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
   const done = () => outcomes.size === assignments.length || bad();
-  const parent = wf.workflowInfo().parent;
   await wf.condition(() => done() || outcomes.size > 0);
-  if (!done() && parent) {
-    const nodeIds = [...outcomes.keys()];
-    await wf.getExternalWorkflowHandle(parent.workflowId).signal(groupFinishedSignal, { round, nodeIds }).catch(() => undefined);
-  }
+  if (!done()) await onFirstFinished([...outcomes.keys()]);
   await wf.condition(done);
   if (bad()) scope.cancel();
   return [...outcomes.values()];

@@ -1,16 +1,17 @@
 /**
  * One rendezvous round: `prepare` on every participant, then `runWorkers` on all of them until
- * they finish, one fails or vanishes, or the membership must change. The node activities run
- * in group workflows (workflows/group.ts) of at most `group_size` nodes; this file only starts
- * them and applies what they report.
+ * they finish, one fails or vanishes, or the membership must change. A round of more than
+ * `group_size` nodes runs the node activities in group workflows (workflows/group.ts) of at most
+ * `group_size` nodes; a round of one group runs the same code in the job itself. Either way no
+ * execution has more than `group_size` node activities pending.
  */
 import * as wf from '@temporalio/workflow';
 import { ChildWorkflowCancellationType, ParentClosePolicy } from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { WORKFLOW_TASK_TIMEOUT, groupWorkflowId, heartbeatIntervalMs, partition } from '../src/job/groups';
+import { GROUP_TASK_TIMEOUT, groupWorkflowId, heartbeatIntervalMs, partition } from '../src/job/groups';
 import type { JobState, NodeRecord } from '../src/job/state';
 import { findResumePoint } from './checkpoint';
-import { prepareGroup, runGroup, type GroupTiming, type NodeOutcome, type PrepareAnswer } from './group';
+import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type NodeOutcome, type PrepareAnswer } from './group';
 import { publish } from './publish';
 
 export interface PreparedRound {
@@ -36,7 +37,7 @@ function groupOptions(s: JobState, round: number, phase: 'prepare' | 'run', inde
     workflowId: groupWorkflowId(s.spec.jobId, round, phase, index),
     cancellationType: ChildWorkflowCancellationType.TRY_CANCEL,
     parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-    workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+    workflowTaskTimeout: GROUP_TASK_TIMEOUT,
     staticSummary: summary,
   };
 }
@@ -50,16 +51,22 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
   publish(get());
   const s0 = get();
   const groups = partition(plan.participants.map((p) => p.nodeId), s0.spec.rdzv.groupSize);
-  const answers: PrepareAnswer[] = (
-    await Promise.all(
-      groups.map((nodeIds, i) =>
-        wf.executeChild(prepareGroup, {
-          ...groupOptions(s0, round, 'prepare', i, `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`),
-          args: [{ jobId: s0.spec.jobId, round, nodeIds, timing: timing(s0) }],
-        }),
-      ),
-    )
-  ).flat();
+  const input = (nodeIds: string[]) => ({ jobId: s0.spec.jobId, round, nodeIds, timing: timing(s0) });
+  // One group: the job runs it itself (as small jobs always did): no child workflow to land on a
+  // frozen coordinator while the job recovers. Several: one child workflow each.
+  const answers: PrepareAnswer[] =
+    groups.length === 1
+      ? await prepareNodes(input(groups[0]))
+      : (
+          await Promise.all(
+            groups.map((nodeIds, i) =>
+              wf.executeChild(prepareGroup, {
+                ...groupOptions(s0, round, 'prepare', i, `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`),
+                args: [input(nodeIds)],
+              }),
+            ),
+          )
+        ).flat();
   let s = get();
   let lost = false;
   for (const a of answers) {
@@ -96,18 +103,21 @@ export async function runRound(get: Get, set: Set, prepared: PreparedRound): Pro
   const outcomes = new Map<string, NodeOutcome>();
   const groups = partition(assignments, groupSize);
   let done = 0;
+  const finished = (nodeIds: string[]) => {
+    if (get().round === round) set({ ...get(), finished: [...new Set([...get().finished, ...nodeIds])] });
+  };
   const scope = new wf.CancellationScope();
   groups.forEach((group, i) => {
     const first = group[0];
     const last = group[group.length - 1];
     const summary = `round ${round}: run group ranks ${first.groupRank}-${last.groupRank} (${group.length} node(s))`;
+    const input = { round, assignments: group, timing: timing(s0) };
     scope
-      .run(() => wf.executeChild(runGroup, { ...groupOptions(s0, round, 'run', i, summary), args: [{ round, assignments: group, timing: timing(s0) }] }))
+      .run(() => (groups.length === 1 ? runNodes(input, finished) : wf.executeChild(runGroup, { ...groupOptions(s0, round, 'run', i, summary), args: [input] })))
       .then(
         (results) => {
           for (const o of results) outcomes.set(o.nodeId, o);
-          const ok = results.filter((o) => o.kind === 'succeeded').map((o) => o.nodeId);
-          if (get().round === round) set({ ...get(), finished: [...new Set([...get().finished, ...ok])] });
+          finished(results.filter((o) => o.kind === 'succeeded').map((o) => o.nodeId));
         },
         // The group workflow itself failed or was cancelled: its nodes are stopped, no one is blamed.
         () => group.forEach((a) => outcomes.has(a.nodeId) || outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'stopped' })),

@@ -79,3 +79,10 @@ export function agentPollMs(maxNodes: number): number {
  * Workflow tasks of jobs, groups and lobbies take milliseconds.
  */
 export const WORKFLOW_TASK_TIMEOUT = '2s' as const;
+
+/**
+ * Group workflows' tasks are tiny (a few activities, no decisions): 1 s. A group's task that
+ * landed on a frozen coordinator is retried elsewhere after this, and with one group per round
+ * on a random worker that happens to half the groups of a frozen coordinator-node.
+ */
+export const GROUP_TASK_TIMEOUT = '1s' as const;

@@ -15,7 +15,7 @@ function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath
 
 export const TIMING = {
   /** A workflow task sticky to a dead or frozen coordinator moves to another after this. */
-  stickyQueueScheduleToStartTimeout: '2s',
+  stickyQueueScheduleToStartTimeout: '1s',
   /** Heartbeats (and so cancellations) reach the server at least this often. */
   maxHeartbeatThrottleInterval: '1s',
   defaultHeartbeatThrottleInterval: '1s',

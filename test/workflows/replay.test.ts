@@ -4,13 +4,13 @@
  * Record one from a finished job with:
  *   temporal workflow show -w WORKFLOW_ID --output json > test/fixtures/histories/NAME.json
  * (scripts/record-histories.sh runs the scenario below and does this).
- * All recorded from one job (job id recorded-job): node-a starts (1:2 nodes × 2), rank 1 crashes
- * (one restart), node-b joins through the lobby (admitted, no restart), the job succeeds.
- *   job-crash-join-restart.json   the job workflow (elasticJob)
- *   prepare-group.json            a prepareGroup child of round 3
- *   run-group-cancelled.json      round 2's runGroup, cancelled to admit node-b
- *   run-group-finished.json       round 3's runGroup: signals the first finished node, succeeds
- *   lobby.json                    the lobby (jobLobby): two batches, then ends when quiet
+ * Recorded by that script: node-a starts (1:2 nodes × 2), rank 1 crashes (one restart), node-b
+ * joins through its lobby (admitted, no restart), the job succeeds. Rounds 1-2 have one node.
+ *   job-one-group.json   default group_size: every round runs in the job itself (elasticJob)
+ *   job-in-groups.json   GROUP_SIZE=1: round 3 (2 nodes) runs in two group child workflows
+ *   prepare-group.json   one of round 3's prepareGroup children
+ *   run-group.json       one of round 3's runGroup children
+ *   lobby.json           node-b's lobby (jobLobby): forwards its join, ends when quiet
  */
 import { Worker } from '@temporalio/worker';
 import { readdirSync, readFileSync } from 'node:fs';
