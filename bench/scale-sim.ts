@@ -152,14 +152,15 @@ async function main(): Promise<void> {
 
   hosts.forEach((h) => post(h, { t: 'stats' }));
   const s0 = await fromAll('stats');
-  const hb0 = sumOf(await scrape(metricsPort), 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"');
+  const hb0 = sumOf(await scrape(metricsPort), 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"');
   const steady = cpuWindow({ server: [server.pid], controller: [controller.pid!], hosts: hosts.map((h) => h.proc.pid!) });
   await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
   hosts.forEach((h) => post(h, { t: 'stats' }));
   const s1 = await fromAll('stats');
   const m1 = await scrape(metricsPort);
-  const hb1 = sumOf(m1, 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"');
-  const polls = (op: string) => sumOf(m1, 'service_pending_requests', `operation="${op}"`, 'service_name="frontend"');
+  const hb1 = sumOf(m1, 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"');
+  const polls = (op: string) => sumOf(m1, 'service_pending_requests', `operation="${op}"`, 'service_name="frontend"', 'namespace="default"');
+  if (argv.includes('--debug-polls')) say(nonZero(m1, 'service_pending_requests').join(' | '));
   say(`long polls held at the frontend: PollActivityTaskQueue ${polls('PollActivityTaskQueue')}, PollWorkflowTaskQueue ${polls('PollWorkflowTaskQueue')} (frontend.namespaceCount: 1,200 per API by default)`);
   const sc = steady();
   const perWf = new Map<string, number>();
@@ -206,9 +207,10 @@ async function histories(client: Client, jobId: string, firstRound: number): Pro
 
 async function limits(metricsPort: number, m0: string): Promise<void> {
   const m1 = await scrape(metricsPort);
-  const exhausted = sumOf(m1, 'service_errors_resource_exhausted') - sumOf(m0, 'service_errors_resource_exhausted');
-  const detail = nonZero(m1, 'service_errors_resource_exhausted').map((l) => l.replace(/.*operation="([^"]+)".*resource_exhausted_cause="([^"]+)".*\s(\d+)$/, '$1 $2 $3')).slice(0, 5);
-  say(`server RESOURCE_EXHAUSTED: ${exhausted}${detail.length ? ` (${detail.join('; ')})` : ''}`);
+  const fe = 'service_name="frontend"';
+  const exhausted = sumOf(m1, 'service_errors_resource_exhausted', fe) - sumOf(m0, 'service_errors_resource_exhausted', fe);
+  const detail = nonZero(m1, 'service_errors_resource_exhausted').filter((l) => l.includes(fe)).map((l) => l.replace(/.*operation="([^"]+)".*resource_exhausted_cause="([^"]+)".*\s(\d+)$/, '$1 $2 $3')).slice(0, 5);
+  say(`server RESOURCE_EXHAUSTED (frontend): ${exhausted}${detail.length ? ` (${detail.join('; ')})` : ''}`);
   say(serverLimitLines.length ? `server log lines about limits: ${serverLimitLines.length}; first: ${serverLimitLines[0].slice(0, 400)}` : 'server log: no limit or exhaustion lines');
   hosts.forEach((h) => post(h, { t: 'stats' }));
   const warnings = new Map<string, number>();

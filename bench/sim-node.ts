@@ -106,7 +106,7 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     maxHeartbeatThrottleInterval: TIMING.maxHeartbeatThrottleInterval,
     defaultHeartbeatThrottleInterval: TIMING.defaultHeartbeatThrottleInterval,
     shutdownGraceTime: '5s',
-    ...(o.pollers ? { maxConcurrentActivityTaskPolls: o.pollers } : {}),
+    ...(o.pollers ? { activityTaskPollerBehavior: { type: 'simple-maximum' as const, maximum: o.pollers } } : {}),
   });
   const running = worker.run();
   return {
