@@ -20,6 +20,7 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { getJobStatus } from '../src/client/api';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { groupWorkflowId, heartbeatIntervalMs, lobbyCount } from '../src/job/groups';
 import { BIN, median, waitFor } from './agents';
@@ -132,7 +133,8 @@ async function main(): Promise<void> {
   const ready = await fromAll('ready');
   say(`node Workers created: ${ready.map((r) => secs(r.createMs)).join(', ')} per process (${(Math.max(...ready.map((r) => r.createMs)) / (N / HOSTS)).toFixed(1)} ms per Worker); RSS ${ready.map((r) => mib(r.rssKb)).join(', ')} (${Math.round(ready.reduce((a, r) => a + r.rssKb, 0) / N)} KiB per node)`);
 
-  const client = new Client({ connection: await Connection.connect({ address: server.address }) });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
   const m0 = await scrape(metricsPort);
   const joinCpu = cpuWindow({ server: [server.pid], controller: [controller.pid!], hosts: hosts.map((h) => h.proc.pid!) });
   hosts.forEach((h) => post(h, { t: 'join' }));
@@ -149,6 +151,9 @@ async function main(): Promise<void> {
   const described = await Promise.all(Array.from({ length: Math.ceil(N / GROUP) }, (_, i) => client.workflow.getHandle(groupWorkflowId(jobId, all.round, 'run', i)).describe().then((d) => d.raw.pendingActivities?.length ?? 0, () => -1)));
   const jobPending = await client.workflow.getHandle(jobId).describe().then((d) => d.raw.pendingActivities?.length ?? 0);
   say(`pending activities (described while running): run groups ${described.join(' ')}; job workflow ${jobPending}`);
+  const jobDesc = await client.workflow.getHandle(jobId).describe();
+  const status = JSON.stringify(await getJobStatus({ connection }, jobId));
+  say(`job workflow while running: history ${jobDesc.historyLength} events, ${Math.round(Number(jobDesc.historySize ?? 0) / 1024)} KiB; status query result ${Math.round(status.length / 1024)} KiB (${Math.round(status.length / N)} B per node; payload limit 2 MiB)`);
 
   hosts.forEach((h) => post(h, { t: 'stats' }));
   const s0 = await fromAll('stats');
@@ -187,7 +192,8 @@ async function main(): Promise<void> {
   await limits(metricsPort, m0);
   clearInterval(sampler);
   say(`peaks: machine CPU ${peaks.machineCpu} %, MemAvailable min ${peaks.memAvailableMin} MiB; server RSS ${mib(peaks.serverRss)}, fds ${peaks.serverFds}; sim processes RSS ${mib(peaks.hostsRss)}, fds ${peaks.hostsFds}; controller RSS ${mib(peaks.controllerRss)}`);
-  if (/error|warn/i.test(controllerLog)) say(`controller log tail: ${controllerLog.trim().split('\n').slice(-3).join(' | ').slice(0, 600)}`);
+  const worrying = controllerLog.split('\n').filter((l) => /error|warn/i.test(l) && !/not polling for/.test(l));
+  if (worrying.length) say(`controller log: ${worrying.length} warning/error line(s), last: ${worrying[worrying.length - 1].slice(0, 400)}`);
 }
 
 async function histories(client: Client, jobId: string, firstRound: number): Promise<void> {
