@@ -6,13 +6,15 @@
  *   kill -9    of one agent → the other N-1 running again in a later round
  *   RSS        VmRSS of each `telastic run` process (and of its reaper sidecar), of the server
  * Everything started here is killed at the end, also on failure. Loopback only.
- * Usage: node lib/bench/scale-agents.js [--nodes 64] [--min N-1] [--group-size 64] [--timeout 300]
+ * With --no-coordinator the agents host no job workflows and one `telastic controller` does.
+ * Usage: node lib/bench/scale-agents.js [--nodes 64] [--min N-1] [--group-size 64] [--no-coordinator] [--timeout 300]
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
-import { ROOT, median, startAgent, stopAll, waitFor, type Agent } from './agents';
+import { BIN, ROOT, median, startAgent, stopAll, waitFor, type Agent } from './agents';
 import { cpuWindow, fdCount, memAvailableMb, rssKb } from './proc';
 
 const WORKER = path.join(ROOT, 'test', 'fixtures', 'worker.py');
@@ -22,9 +24,11 @@ const N = Number(opt('--nodes', '64'));
 const MIN = Number(opt('--min', String(Math.max(1, N - 1))));
 const GROUP = Number(opt('--group-size', '64'));
 const TIMEOUT_MS = Number(opt('--timeout', '300')) * 1000;
+const COORDINATORS = !argv.includes('--no-coordinator');
 
 const agents: Agent[] = [];
 let server: DevServer | undefined;
+let controller: ChildProcess | undefined;
 const serverLines: string[] = [];
 const LIMIT_RE = /limit|exceed|exhausted|too many|deadline exceeded|buffered events/i;
 
@@ -74,17 +78,20 @@ function rssReport(live: Agent[]): string[] {
     `agent RSS (telastic run, ${own.length} processes): sum ${mb(sum(own))}, per agent median ${mb(median(own))}, min ${mb(Math.min(...own))}, max ${mb(Math.max(...own))}`,
     `reaper sidecars (${reapers.filter((x) => x > 0).length}): sum ${mb(sum(reapers))}, median ${mb(median(reapers))}`,
   ];
+  if (controller?.pid) lines.push(`telastic controller RSS ${mb(rssKb(controller.pid) ?? 0)}`);
   if (server) lines.push(`Temporal dev server RSS ${mb(rssKb(server.pid) ?? 0)}, open fds ${fdCount(server.pid)}`);
   lines.push(`agent open fds: median ${median(live.map((a) => fdCount(a.proc.pid!) ?? 0))}; machine MemAvailable ${memAvailableMb()} MiB`);
   return lines;
 }
 
 async function main(): Promise<void> {
-  const report: string[] = [`scale-agents: ${N} × telastic run --nnodes ${MIN}:${N} --nproc-per-node 1 --rdzv-conf group_size=${GROUP} (${os.cpus().length} cores, node ${process.version})`];
+  const how = COORDINATORS ? 'every agent a coordinator' : '--no-coordinator, one telastic controller';
+  const report: string[] = [`scale-agents: ${N} × telastic run --nnodes ${MIN}:${N} --nproc-per-node 1 --rdzv-conf group_size=${GROUP}, ${how} (${os.cpus().length} cores, node ${process.version})`];
   server = await startDevServer({ headless: true, port: 0, onLog: (l) => LIMIT_RE.test(l) && serverLines.push(l) });
+  if (!COORDINATORS) controller = spawn(process.execPath, [BIN, 'controller', '--address', server.address], { stdio: 'ignore' });
   const out = mkdtempSync(path.join(os.tmpdir(), 'telastic-scale-agents-'));
   const job = `scale-${N}-${Date.now()}`;
-  const args = ['--nnodes', `${MIN}:${N}`, '--nproc-per-node', '1', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', `last_call_timeout=30,group_size=${GROUP}`, WORKER, '--out', out];
+  const args = [...(COORDINATORS ? [] : ['--no-coordinator']), '--nnodes', `${MIN}:${N}`, '--nproc-per-node', '1', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', `last_call_timeout=30,group_size=${GROUP}`, WORKER, '--out', out];
   const ids = Array.from({ length: N }, (_, i) => `${job}-${String(i).padStart(4, '0')}`);
 
   const t0 = Date.now();
@@ -121,6 +128,7 @@ async function main(): Promise<void> {
 
 async function cleanUp(): Promise<void> {
   await stopAll(agents);
+  controller?.kill('SIGKILL');
   await server?.stop();
 }
 
