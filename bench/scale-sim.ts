@@ -240,6 +240,7 @@ main().then(async () => {
   sampleResources();
   say(`at the stop: machine MemAvailable ${memAvailableMb()} MiB; server RSS ${mib(peaks.serverRss)}, fds ${peaks.serverFds}; sim processes RSS ${mib(peaks.hostsRss)}, fds ${peaks.hostsFds}; peak machine CPU ${peaks.machineCpu} %`);
   for (const [round, nodes] of running) say(`round ${round}: ${nodes.size} node(s) running`);
+  say(serverLimitLines.length ? `server log lines about limits: ${serverLimitLines.length}; first: ${serverLimitLines[0].slice(0, 400)}` : 'server log: no limit or exhaustion lines');
   await cleanUp();
   console.log(report.join('\n'));
   process.exit(1);
