@@ -56,6 +56,7 @@ async function start(m: HostInit): Promise<void> {
       namespace: 'default',
       nodeId,
       pollers: m.pollers,
+      oldHeartbeat: m.oldHeartbeat,
       onRunning: (a) => running.push({ nodeId, round: a.round, at: Date.now() }),
       onHeartbeat: (wf) => beats.set(wf, (beats.get(wf) ?? 0) + 1),
     });

@@ -8,7 +8,7 @@
  * (they are dropped at the activity context), its group never answers a stop, and its Worker
  * stops polling (shutdown is requested and never completes, since the activity never ends).
  */
-import type { NativeConnection } from '@temporalio/worker';
+import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, NativeConnection, Next } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { Context } from '@temporalio/activity';
 import { mkdtempSync } from 'node:fs';
@@ -31,6 +31,11 @@ export interface SimNodeOptions {
   onRunning(a: RoundAssignment): void;
   /** Every heartbeat the node sends, with the workflow id of the execution it goes to. */
   onHeartbeat(workflowId: string): void;
+  /**
+   * Drop the job's heartbeat interval from each assignment, so that runWorkers falls back to what
+   * it did before groups (min(1 s, timeout / 4)): the "before" heartbeat figure.
+   */
+  oldHeartbeat?: boolean;
 }
 
 export interface SimNode {
@@ -94,7 +99,11 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
         real(details);
       },
     });
-    return {};
+    const execute = (input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>) => {
+      if (!o.oldHeartbeat || ctx.info.activityType !== 'runWorkers') return next(input);
+      return next({ ...input, args: [{ ...(input.args[0] as RoundAssignment), heartbeatIntervalMs: undefined }] });
+    };
+    return { inbound: { execute } };
   };
   const worker = await Worker.create({
     connection: o.connection,

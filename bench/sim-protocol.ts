@@ -14,6 +14,8 @@ export interface HostInit {
   joinWidth: number;
   /** Poll `nodeState` as agents do. */
   poll: boolean;
+  /** Heartbeat as before groups (every 1 s): see SimNodeOptions.oldHeartbeat. */
+  oldHeartbeat: boolean;
 }
 
 export type ToHost = HostInit | { t: 'join' } | { t: 'lose'; nodeId: string } | { t: 'finish' } | { t: 'stats' } | { t: 'exit' };
