@@ -15,6 +15,9 @@ export interface ExecutionCost {
   signals: number;
   peakPendingActivities: number;
   activityTimeouts: number;
+  /** Workflow tasks that failed (e.g. force-failed by the server) or timed out (a busy worker). */
+  taskFailures: number;
+  taskTimeouts: number;
 }
 
 function cost(workflowId: string, runId: string, type: string, events: Event[]): ExecutionCost {
@@ -22,7 +25,11 @@ function cost(workflowId: string, runId: string, type: string, events: Event[]):
   let peak = 0;
   let signals = 0;
   let timeouts = 0;
+  let taskFailures = 0;
+  let taskTimeouts = 0;
   for (const e of events) {
+    if (e.workflowTaskFailedEventAttributes) taskFailures++;
+    if (e.workflowTaskTimedOutEventAttributes) taskTimeouts++;
     if (e.activityTaskScheduledEventAttributes) peak = Math.max(peak, ++pending);
     if (e.activityTaskCompletedEventAttributes || e.activityTaskFailedEventAttributes || e.activityTaskCanceledEventAttributes) pending--;
     if (e.activityTaskTimedOutEventAttributes) {
@@ -31,7 +38,7 @@ function cost(workflowId: string, runId: string, type: string, events: Event[]):
     }
     if (e.workflowExecutionSignaledEventAttributes) signals++;
   }
-  return { workflowId, runId, type, events: events.length, signals, peakPendingActivities: peak, activityTimeouts: timeouts };
+  return { workflowId, runId, type, events: events.length, signals, peakPendingActivities: peak, activityTimeouts: timeouts, taskFailures, taskTimeouts };
 }
 
 async function eventsOf(client: Client, workflowId: string, runId: string): Promise<Event[]> {

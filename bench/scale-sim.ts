@@ -210,6 +210,8 @@ async function histories(client: Client, jobId: string, firstRound: number): Pro
     const first = byType(t).filter((c) => c.workflowId.includes(`/round-${firstRound}/`));
     say(`${t} (one round each): events ${stat(byType(t).map((c) => c.events))}; peak pending activities ${stat(byType(t).map((c) => c.peakPendingActivities))}; round ${firstRound}: ${first.map((c) => c.events).join(' ')} events; heartbeat/other activity timeouts ${byType(t).reduce((a, c) => a + c.activityTimeouts, 0)}`);
   }
+  const tasks = (t: string) => `${byType(t).reduce((a, c) => a + c.taskFailures, 0)}/${byType(t).reduce((a, c) => a + c.taskTimeouts, 0)}`;
+  say(`workflow tasks failed/timed out: job ${tasks('elasticJob')}, prepare groups ${tasks('prepareGroup')}, run groups ${tasks('runGroup')}, lobbies ${tasks('jobLobby')}`);
   say(`lobbies: signals per lobby run ${stat(byType('jobLobby').map((c) => c.signals))}; events ${stat(byType('jobLobby').map((c) => c.events))}`);
 }
 
