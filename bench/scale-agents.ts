@@ -13,6 +13,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { getJobStatus } from '../src/client/api';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { BIN, ROOT, median, startAgent, stopAll, waitFor, type Agent } from './agents';
 import { cpuWindow, fdCount, memAvailableMb, rssKb } from './proc';
@@ -29,8 +31,15 @@ const COORDINATORS = !argv.includes('--no-coordinator');
 const agents: Agent[] = [];
 let server: DevServer | undefined;
 let controller: ChildProcess | undefined;
+let jobId = '';
 const serverLines: string[] = [];
 const LIMIT_RE = /limit|exceed|exhausted|too many|deadline exceeded|buffered events/i;
+/** Figures so far, each also written to stderr at once: a later failure must not lose them. */
+const report: string[] = [];
+const say = (...lines: string[]) => {
+  for (const l of lines) console.error(`[${new Date().toISOString().slice(11, 19)}] ${l}`);
+  report.push(...lines);
+};
 
 /** Nodes whose workers of `round` all wrote their pid file, per round. */
 function runningByRound(out: string): Map<number, Set<string>> {
@@ -86,11 +95,11 @@ function rssReport(live: Agent[]): string[] {
 
 async function main(): Promise<void> {
   const how = COORDINATORS ? 'every agent a coordinator' : '--no-coordinator, one telastic controller';
-  const report: string[] = [`scale-agents: ${N} × telastic run --nnodes ${MIN}:${N} --nproc-per-node 1 --rdzv-conf group_size=${GROUP}, ${how} (${os.cpus().length} cores, node ${process.version})`];
+  say(`scale-agents: ${N} × telastic run --nnodes ${MIN}:${N} --nproc-per-node 1 --rdzv-conf group_size=${GROUP}, ${how} (${os.cpus().length} cores, node ${process.version})`);
   server = await startDevServer({ headless: true, port: 0, onLog: (l) => LIMIT_RE.test(l) && serverLines.push(l) });
   if (!COORDINATORS) controller = spawn(process.execPath, [BIN, 'controller', '--address', server.address], { stdio: 'ignore' });
   const out = mkdtempSync(path.join(os.tmpdir(), 'telastic-scale-agents-'));
-  const job = `scale-${N}-${Date.now()}`;
+  const job = (jobId = `scale-${N}-${Date.now()}`);
   const args = [...(COORDINATORS ? [] : ['--no-coordinator']), '--nnodes', `${MIN}:${N}`, '--nproc-per-node', '1', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', `last_call_timeout=30,group_size=${GROUP}`, WORKER, '--out', out];
   const ids = Array.from({ length: N }, (_, i) => `${job}-${String(i).padStart(4, '0')}`);
 
@@ -100,30 +109,42 @@ async function main(): Promise<void> {
   const first = await waitFor(`all ${N} nodes running`, () => roundWithAll(out, ids), TIMEOUT_MS, 100);
   const startMs = Date.now() - t0;
   const c = cpu();
-  report.push(`start → all ${N} running (round ${first}): ${secs(startMs)}; CPU meanwhile: server ${c.perGroup.server} %, agents ${c.perGroup.agents} % (of one core), machine ${c.machine} % (of ${os.cpus().length} cores)`);
+  say(`start → all ${N} running (round ${first}): ${secs(startMs)}; CPU meanwhile: server ${c.perGroup.server} %, agents ${c.perGroup.agents} % (of one core), machine ${c.machine} % (of ${os.cpus().length} cores)`);
   const dead = agents.filter((a) => a.proc.exitCode !== null);
-  if (dead.length) report.push(`agents that exited early: ${dead.map((a) => `${a.nodeId} (${a.proc.exitCode}): ${a.output().trim().split('\n').pop()}`).join('; ')}`);
+  if (dead.length) say(`agents that exited early: ${dead.map((a) => `${a.nodeId} (${a.proc.exitCode}): ${a.output().trim().split('\n').pop()}`).join('; ')}`);
 
   await new Promise((r) => setTimeout(r, 5000)); // settle: RSS after the round formed
   const steady = cpuWindow({ server: [server.pid], agents: agents.map((a) => a.proc.pid!) });
   await new Promise((r) => setTimeout(r, 10_000));
   const s = steady();
-  report.push(...rssReport(agents));
-  report.push(`CPU while running (10 s): server ${s.perGroup.server} %, agents ${s.perGroup.agents} % (of one core), machine ${s.machine} %`);
+  say(...rssReport(agents));
+  say(`CPU while running (10 s): server ${s.perGroup.server} %, agents ${s.perGroup.agents} % (of one core), machine ${s.machine} %`);
 
   const victim = agents[Math.floor(N / 2)];
   const rest = ids.filter((id) => id !== victim.nodeId);
   const t1 = Date.now();
   victim.proc.kill('SIGKILL');
   const again = await waitFor(`the other ${N - 1} running again`, () => roundWithAll(out, rest, first), TIMEOUT_MS, 100);
-  report.push(`kill -9 of ${victim.nodeId} → the other ${N - 1} running (round ${again}): ${secs(Date.now() - t1)}`);
+  say(`kill -9 of ${victim.nodeId} → the other ${N - 1} running (round ${again}): ${secs(Date.now() - t1)}`);
 
   writeFileSync(path.join(out, 'finish'), '');
   const live = agents.filter((a) => a !== victim);
   const codes = await Promise.race([Promise.all(live.map((a) => a.exited)), new Promise<null>((r) => setTimeout(() => r(null), 60_000))]);
-  report.push(codes ? `job finished: exit codes ${[...new Set(codes)].join(',')} from ${codes.length} agents` : 'job did not finish within 60 s of the finish file');
-  report.push(serverLines.length ? `server log lines about limits (${serverLines.length}), first: ${serverLines[0].slice(0, 300)}` : 'server log: no limit, exhaustion or deadline lines');
-  console.log(report.join('\n'));
+  say(codes ? `job finished: exit codes ${[...new Set(codes)].join(',')} from ${codes.length} agents` : 'job did not finish within 60 s of the finish file');
+  say(serverLines.length ? `server log lines about limits (${serverLines.length}), first: ${serverLines[0].slice(0, 300)}` : 'server log: no limit, exhaustion or deadline lines');
+}
+
+/** The job's state and how many nodes are in each state, from its status query. */
+async function jobSummary(address: string, job: string): Promise<string> {
+  const connection = await Connection.connect({ address });
+  try {
+    const s = await getJobStatus({ connection }, job);
+    const counts = new Map<string, number>();
+    for (const n of s.nodes) counts.set(n.state, (counts.get(n.state) ?? 0) + 1);
+    return `job ${s.state}, round ${s.round}, world size ${s.worldSize}, restarts ${s.restarts}, nodes ${[...counts].map(([k, v]) => `${v} ${k}`).join(', ')}`;
+  } finally {
+    await connection.close();
+  }
 }
 
 async function cleanUp(): Promise<void> {
@@ -132,10 +153,15 @@ async function cleanUp(): Promise<void> {
   await server?.stop();
 }
 
-main().then(cleanUp, async (err) => {
-  console.error(`scale-agents: ${err instanceof Error ? err.message : String(err)}`);
-  for (const a of agents.filter((x) => x.proc.exitCode !== null).slice(0, 3)) console.error(`--- ${a.nodeId} exited ${a.proc.exitCode}:\n${a.output().slice(-1500)}`);
+main().then(async () => {
   await cleanUp();
+  console.log(report.join('\n'));
+}, async (err) => {
+  say(`stopped: ${err instanceof Error ? err.message : String(err)}`);
+  if (server && jobId) await jobSummary(server.address, jobId).then(say, (e: unknown) => say(`job status: ${String(e)}`));
+  for (const a of agents.filter((x) => x.proc.exitCode !== null)) say(`${a.nodeId} exited ${a.proc.exitCode ?? a.proc.signalCode}: ${a.output().trim().split('\n').slice(-12).join(' | ').slice(0, 600)}`);
+  await cleanUp();
+  console.log(report.join('\n'));
   process.exit(1);
 });
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanUp().then(() => process.exit(130)));

@@ -66,15 +66,19 @@ async function start(m: HostInit): Promise<void> {
   send({ t: 'ready', createMs: Date.now() - t0, rssKb: rssKb(process.pid) ?? 0 });
 }
 
+const lobbyOf = (spec: HostInit['spec']) => ({ jobId: spec.jobId, maxNodes: spec.maxNodes, groupSize: spec.rdzv?.groupSize ?? 64 });
+const joinRequest = (nodeId: string): JoinRequest => ({ nodeId, address: '127.0.0.1', slots: init.spec.nprocPerNode, entrypoint: { module: false, noPython: false, ...init.spec.entrypoint }, role: 'default' });
+let rejoins = 0;
+
 async function join(): Promise<void> {
   const opts = { connection: client, namespace: 'default' };
   const spec = init.spec;
-  const lobby = { jobId: spec.jobId, maxNodes: spec.maxNodes, groupSize: spec.rdzv?.groupSize ?? 64 };
+  const lobby = lobbyOf(spec);
   let errors = 0;
   let firstAt = 0;
   let lastAt = 0;
   await pool([...nodes.keys()], init.joinWidth, async (nodeId) => {
-    const req: JoinRequest = { nodeId, address: '127.0.0.1', slots: spec.nprocPerNode, entrypoint: { module: false, noPython: false, ...spec.entrypoint }, role: 'default' };
+    const req = joinRequest(nodeId);
     firstAt ||= Date.now();
     try {
       await startJob(opts, spec);
@@ -97,7 +101,15 @@ async function pollNodeStates(opts: { connection: Connection; namespace: string 
     await new Promise((r) => setTimeout(r, gap));
     const id = ids[i];
     if (nodes.get(id)?.lost) continue;
-    void opts.connection.withDeadline(Date.now() + 5000, () => nodeState(opts, jobId, id)).catch((err: unknown) => warn(`nodeState: ${String(err)}`));
+    void opts.connection
+      .withDeadline(Date.now() + 5000, () => nodeState(opts, jobId, id))
+      .then(async (v) => {
+        // As an agent does: a node the job dropped (it did not answer in time) joins again.
+        if (v.node !== 'lost' || nodes.get(id)?.lost) return;
+        rejoins++;
+        await sendToLobby(opts, lobbyOf(init.spec), { kind: 'join', req: joinRequest(id) });
+      })
+      .catch((err: unknown) => warn(`nodeState: ${String(err)}`));
   }
 }
 
@@ -110,7 +122,7 @@ process.on('message', (m: ToHost) => {
     send({ t: 'lost', nodeId: m.nodeId, at: Date.now() });
   }
   if (m.t === 'finish') for (const n of nodes.values()) n.finish();
-  if (m.t === 'stats') send({ t: 'stats', beats: Object.fromEntries(beats), rssKb: rssKb(process.pid) ?? 0, warnings: Object.fromEntries(warnings) });
+  if (m.t === 'stats') send({ t: 'stats', beats: Object.fromEntries(beats), rssKb: rssKb(process.pid) ?? 0, warnings: { ...Object.fromEntries(warnings), ...(rejoins ? { 'rejoined after being dropped': rejoins } : {}) } });
   if (m.t === 'exit') {
     stopPolls = true;
     process.exit(0);
