@@ -31,6 +31,11 @@ export interface NodeDeps {
   log: Logger;
   /** Called with each round's worker pids (for tests and the agent's own bookkeeping). */
   onWorkersStarted?: (a: RoundAssignment, pids: number[]) => void;
+  /**
+   * Starts a round's worker group. @default startWorkerGroup (real processes). The scale
+   * benchmark (bench/scale-sim.ts) passes stand-in groups to run many nodes in one process.
+   */
+  startGroup?: typeof startWorkerGroup;
 }
 
 export interface NodeActivityHandle {
@@ -67,7 +72,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       return { localRank, rank: a.rankOffset + localRank, ...buildCommand(deps.entrypoint, localRank, python), env };
     });
     const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
-    const group = startWorkerGroup({
+    const group = (deps.startGroup ?? startWorkerGroup)({
       workers,
       shutdownTimeoutMs: deps.shutdownTimeoutMs,
       output: { ...deps.output, logDir },

@@ -1,0 +1,264 @@
+/**
+ * Scale with simulated nodes (issue 6, Deliver 4b), printed, not asserted. Against ONE headless
+ * dev server started here, with one `telastic controller` (a real process), N simulated nodes
+ * spread over --hosts processes (bench/sim-host.ts): each node a Worker on its own queue serving
+ * the real node activities with stand-in worker groups, joining through the lobbies as agents do.
+ *   last join → all running      every node's runWorkers started, in one round of N
+ *   one node lost → all running  its heartbeats stop and its Worker stops polling (a kill -9, as
+ *                                Temporal sees it) → the other N-1 running in a later round
+ *   heartbeats                   counted per execution at the nodes, and at the server
+ *   histories                    events per round per execution, signals per lobby, peak pending
+ *                                activities per execution (from the events; and described live)
+ *   limits                       server log lines and RESOURCE_EXHAUSTED counts
+ *   resources                    CPU, RSS and open fds of the server, the controller, the hosts
+ * Every wait is bounded (--timeout); everything started here is killed at the end, also on failure.
+ * Usage: node lib/bench/scale-sim.js [--nodes 16] [--hosts 1] [--group-size 64] [--pollers N]
+ *   [--nodes-per-connection 64] [--join-width 32] [--no-poll] [--old-heartbeat] [--window 20] [--timeout 300]
+ *   [--dc KEY=VALUE]…   (--old-heartbeat: nodes heartbeat every 1 s as before groups, for the "before" figure)
+ */
+import { Client, Connection } from '@temporalio/client';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { getJobStatus } from '../src/client/api';
+import { startDevServer, type DevServer } from '../src/temporal/dev-server';
+import { groupWorkflowId, heartbeatIntervalMs, lobbyCount } from '../src/job/groups';
+import { BIN, median, waitFor } from './agents';
+import { executionCosts, jobEventsPerRound } from './history';
+import { cpuWindow, fdCount, machineCpu, memAvailableMb, rssKb } from './proc';
+import { cliWithMetrics, nonZero, scrape, sumOf } from './server-metrics';
+import type { FromHost, HostInit, ToHost } from './sim-protocol';
+
+const argv = process.argv.slice(2);
+const opt = (name: string, dflt: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
+const N = Number(opt('--nodes', '16'));
+const HOSTS = Math.min(N, Number(opt('--hosts', '1')));
+const GROUP = Number(opt('--group-size', '64'));
+const POLLERS = argv.includes('--pollers') ? Number(opt('--pollers', '0')) : undefined;
+const PER_CONN = Number(opt('--nodes-per-connection', '64'));
+const WINDOW_S = Number(opt('--window', '20'));
+const TIMEOUT_MS = Number(opt('--timeout', '300')) * 1000;
+const OLD_HEARTBEAT = argv.includes('--old-heartbeat');
+/** prepare_timeout in seconds (the product default is 5): how long a node may take to pick up `prepare`. */
+const PREPARE_S = Number(opt('--prepare-timeout', '5'));
+const DC = argv.flatMap((a, i) => (a === '--dc' ? [argv[i + 1]] : []));
+const LIMIT_RE = /limit|exceed|exhausted|too many|buffered events|force.?fail/i;
+
+const report: string[] = [];
+const say = (line: string) => {
+  report.push(line);
+  console.error(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+};
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const mib = (kb: number) => `${Math.round(kb / 1024)} MiB`;
+
+let server: DevServer | undefined;
+let controller: ChildProcess | undefined;
+const hosts: { proc: ChildProcess; nodeIds: string[]; last: Partial<Record<FromHost['t'], FromHost>> }[] = [];
+const serverLimitLines: string[] = [];
+const metrics = { port: 0, start: '' };
+const running = new Map<number, Map<string, number>>(); // round → node → when it started running
+const peaks = { machineCpu: 0, serverRss: 0, serverFds: 0, hostsRss: 0, hostsFds: 0, controllerRss: 0, memAvailableMin: Infinity };
+
+function post(h: (typeof hosts)[number], m: ToHost) {
+  h.proc.send(m);
+}
+
+/** The next message of type `t` from every host (bounded). */
+function fromAll<T extends FromHost['t']>(t: T, timeoutMs = TIMEOUT_MS): Promise<Extract<FromHost, { t: T }>[]> {
+  return Promise.all(hosts.map((h) => new Promise<Extract<FromHost, { t: T }>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`host ${h.proc.pid}: no '${t}' within ${secs(timeoutMs)}`)), timeoutMs);
+    const on = (m: FromHost) => {
+      if (m.t !== t) return;
+      clearTimeout(timer);
+      h.proc.off('message', on);
+      resolve(m as Extract<FromHost, { t: T }>);
+    };
+    h.proc.on('message', on);
+  })));
+}
+
+/**
+ * The first round after `after` in which at least `need` of `ids` run (all by default), with when
+ * the last of them started. A job of N-1:N nodes may form its round with N-1 of them.
+ */
+function roundWithAll(ids: string[], after = 0, need = ids.length): { round: number; at: number; count: number } | null {
+  for (const [round, nodes] of [...running].sort((a, b) => a[0] - b[0])) {
+    const here = ids.filter((id) => nodes.has(id));
+    if (round > after && here.length >= need) return { round, at: Math.max(...here.map((id) => nodes.get(id)!)), count: here.length };
+  }
+  return null;
+}
+
+function sampleResources(): void {
+  const m = machineCpu();
+  setTimeout(() => {
+    const m2 = machineCpu();
+    peaks.machineCpu = Math.max(peaks.machineCpu, Math.round(((m2.busy - m.busy) / (m2.total - m.total)) * 100));
+  }, 1000).unref();
+  if (server) {
+    peaks.serverRss = Math.max(peaks.serverRss, rssKb(server.pid) ?? 0);
+    peaks.serverFds = Math.max(peaks.serverFds, fdCount(server.pid) ?? 0);
+  }
+  peaks.hostsRss = Math.max(peaks.hostsRss, hosts.reduce((a, h) => a + (rssKb(h.proc.pid!) ?? 0), 0));
+  peaks.hostsFds = Math.max(peaks.hostsFds, hosts.reduce((a, h) => a + (fdCount(h.proc.pid!) ?? 0), 0));
+  peaks.controllerRss = Math.max(peaks.controllerRss, controller?.pid ? rssKb(controller.pid) ?? 0 : 0);
+  peaks.memAvailableMin = Math.min(peaks.memAvailableMin, memAvailableMb());
+}
+
+async function main(): Promise<void> {
+  say(`scale-sim: ${N} simulated nodes in ${HOSTS} process(es), group_size ${GROUP}, prepare_timeout ${PREPARE_S} s${OLD_HEARTBEAT ? ' (heartbeats every 1 s, as before)' : ''}, pollers ${POLLERS ?? 'SDK default'}, ${PER_CONN} nodes per connection, ${os.cpus().length} cores, node ${process.version}${DC.length ? `, server ${DC.join(' ')}` : ''}`);
+  const { cli, metricsPort } = await cliWithMetrics(DC);
+  metrics.port = metricsPort;
+  server = await startDevServer({ headless: true, port: 0, cli, onLog: (l) => LIMIT_RE.test(l) && serverLimitLines.push(l) });
+  controller = spawn(process.execPath, [BIN, 'controller', '--address', server.address], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TELASTIC_LOG_LEVEL: 'warn' } });
+  let controllerLog = '';
+  controller.stderr?.on('data', (d: Buffer) => (controllerLog = (controllerLog + d.toString()).slice(-4000)));
+  const sampler = setInterval(sampleResources, 2000);
+
+  const jobId = `sim-${N}-${Date.now()}`;
+  const ids = Array.from({ length: N }, (_, i) => `${jobId}-${String(i).padStart(5, '0')}`);
+  const spec: HostInit['spec'] = {
+    jobId, minNodes: Math.max(1, N - 1), maxNodes: N, nprocPerNode: 1, maxRestarts: 3,
+    entrypoint: { script: 'sim', args: [] }, rdzv: { groupSize: GROUP, lastCallTimeoutMs: 30_000, prepareTimeoutMs: PREPARE_S * 1000 },
+    checkpointDir: mkdtempSync(path.join(os.tmpdir(), 'telastic-sim-ckpt-')),
+  };
+  for (let i = 0; i < HOSTS; i++) {
+    const nodeIds = ids.filter((_, j) => j % HOSTS === i);
+    const proc = fork(path.join(__dirname, 'sim-host.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const h = { proc, nodeIds, last: {} as (typeof hosts)[number]['last'] };
+    proc.on('message', (m: FromHost) => {
+      h.last[m.t] = m;
+      if (m.t === 'running') for (const r of m.items) {
+        if (!running.has(r.round)) running.set(r.round, new Map());
+        running.get(r.round)!.set(r.nodeId, r.at);
+      }
+      if (m.t === 'error') say(`host ${proc.pid} error: ${m.message}`);
+    });
+    hosts.push(h);
+  }
+  const joinWidth = Number(opt('--join-width', '32'));
+  hosts.forEach((h) => post(h, { t: 'init', address: server!.address, nodeIds: h.nodeIds, spec, pollers: POLLERS, nodesPerConnection: PER_CONN, joinWidth, poll: !argv.includes('--no-poll'), oldHeartbeat: OLD_HEARTBEAT }));
+  const ready = await fromAll('ready');
+  say(`node Workers created: ${ready.map((r) => secs(r.createMs)).join(', ')} per process (${(Math.max(...ready.map((r) => r.createMs)) / (N / HOSTS)).toFixed(1)} ms per Worker); RSS ${ready.map((r) => mib(r.rssKb)).join(', ')} (${Math.round(ready.reduce((a, r) => a + r.rssKb, 0) / N)} KiB per node)`);
+
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const m0 = (metrics.start = await scrape(metricsPort));
+  const joinCpu = cpuWindow({ server: [server.pid], controller: [controller.pid!], hosts: hosts.map((h) => h.proc.pid!) });
+  hosts.forEach((h) => post(h, { t: 'join' }));
+  const joined = await fromAll('joined');
+  const firstJoin = Math.min(...joined.map((j) => j.firstAt));
+  const lastJoin = Math.max(...joined.map((j) => j.lastAt));
+  const joinErrors = joined.reduce((a, j) => a + j.errors, 0);
+  say(`joins sent: first → last ${secs(lastJoin - firstJoin)}${joinErrors ? `, ${joinErrors} failed` : ''}`);
+  const all = await waitFor(`${spec.minNodes}+ of ${N} nodes running in one round`, () => roundWithAll(ids, 0, spec.minNodes), TIMEOUT_MS, 100);
+  await new Promise((r) => setTimeout(r, 1000)); // the last of a round of N may start a moment after N-1
+  Object.assign(all, roundWithAll(ids, all.round - 1, spec.minNodes));
+  const jc = joinCpu();
+  say(`last join → all ${all.count} running (round ${all.round}, ${all.count} of ${N} nodes): ${secs(all.at - lastJoin)} (first join → all running ${secs(all.at - firstJoin)}); CPU meanwhile (% of one core): server ${jc.perGroup.server}, controller ${jc.perGroup.controller}, sim processes ${jc.perGroup.hosts}; machine ${jc.machine} % of ${os.cpus().length} cores`);
+
+  await new Promise((r) => setTimeout(r, 5000)); // let the round settle before measuring it
+  const described = await Promise.all(Array.from({ length: Math.ceil(N / GROUP) }, (_, i) => client.workflow.getHandle(groupWorkflowId(jobId, all.round, 'run', i)).describe().then((d) => d.raw.pendingActivities?.length ?? 0, () => -1)));
+  const jobPending = await client.workflow.getHandle(jobId).describe().then((d) => d.raw.pendingActivities?.length ?? 0);
+  say(`pending activities (described while running): run groups ${described.join(' ')}; job workflow ${jobPending}`);
+  const jobDesc = await client.workflow.getHandle(jobId).describe();
+  const status = JSON.stringify(await getJobStatus({ connection }, jobId));
+  say(`job workflow while running: history ${jobDesc.historyLength} events, ${Math.round(Number(jobDesc.historySize ?? 0) / 1024)} KiB; status query result ${Math.round(status.length / 1024)} KiB (${Math.round(status.length / N)} B per node; payload limit 2 MiB)`);
+
+  hosts.forEach((h) => post(h, { t: 'stats' }));
+  const s0 = await fromAll('stats');
+  const hb0 = sumOf(await scrape(metricsPort), 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"');
+  const steady = cpuWindow({ server: [server.pid], controller: [controller.pid!], hosts: hosts.map((h) => h.proc.pid!) });
+  await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+  hosts.forEach((h) => post(h, { t: 'stats' }));
+  const s1 = await fromAll('stats');
+  const m1 = await scrape(metricsPort);
+  const hb1 = sumOf(m1, 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"');
+  const polls = (op: string) => sumOf(m1, 'service_pending_requests', `operation="${op}"`, 'service_name="frontend"', 'namespace="default"');
+  if (argv.includes('--debug-polls')) say(nonZero(m1, 'service_pending_requests').join(' | '));
+  say(`long polls held at the frontend: PollActivityTaskQueue ${polls('PollActivityTaskQueue')}, PollWorkflowTaskQueue ${polls('PollWorkflowTaskQueue')} (frontend.namespaceCount: 1,200 per API by default)`);
+  const sc = steady();
+  const perWf = new Map<string, number>();
+  for (const s of s1) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) + n);
+  for (const s of s0) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) - n);
+  const rates = [...perWf].filter(([wf]) => wf.includes(`/round-${all.round}/run-`)).map(([, n]) => n / WINDOW_S);
+  const total = rates.reduce((a, b) => a + b, 0);
+  const interval = OLD_HEARTBEAT ? 1000 : heartbeatIntervalMs(10_000, GROUP);
+  say(`heartbeats over ${WINDOW_S} s: counted at the nodes ${total.toFixed(1)}/s in all, per run group ${rates.map((r) => r.toFixed(1)).join(' ')}/s; at the server ${((hb1 - hb0) / WINDOW_S).toFixed(1)}/s; per node-hour ${Math.round((total / N) * 3600)} (interval ${interval} ms${OLD_HEARTBEAT ? ', as before groups' : ''} → ${Math.round(3_600_000 / interval)} expected; 3,600 at the old 1 s)`);
+  say(`CPU while running (% of one core): server ${sc.perGroup.server}, controller ${sc.perGroup.controller}, sim processes ${sc.perGroup.hosts}; machine ${sc.machine} %; RSS server ${mib(rssKb(server.pid) ?? 0)}, controller ${mib(rssKb(controller.pid!) ?? 0)}, sim processes ${s1.map((s) => mib(s.rssKb)).join(', ')}`);
+
+  const members = ids.filter((id) => running.get(all.round)?.has(id));
+  const victim = members[Math.floor(members.length / 2)];
+  const rest = members.filter((id) => id !== victim);
+  const owner = hosts.find((h) => h.nodeIds.includes(victim))!;
+  post(owner, { t: 'lose', nodeId: victim });
+  const lost = await new Promise<number>((resolve) => owner.proc.on('message', (m: FromHost) => m.t === 'lost' && resolve(m.at)));
+  const again = await waitFor(`the other ${rest.length} running again`, () => roundWithAll(rest, all.round), TIMEOUT_MS, 100);
+  say(`one node lost (${victim}: heartbeats stopped, Worker stopped polling) → the other ${rest.length} running (round ${again.round}): ${secs(again.at - lost)}`);
+
+  hosts.forEach((h) => post(h, { t: 'finish' }));
+  const result = await Promise.race([client.workflow.getHandle(jobId).result().then((r) => `succeeded after ${r.rounds} round(s), ${r.restarts} restart(s)`, (e: unknown) => `ended: ${String(e)}`), new Promise<string>((r) => setTimeout(() => r('did not end within 120 s of finish'), 120_000))]);
+  say(`job ${result}`);
+  await histories(client, jobId, all.round);
+  await limits(metricsPort, m0);
+  clearInterval(sampler);
+  say(`peaks: machine CPU ${peaks.machineCpu} %, MemAvailable min ${peaks.memAvailableMin} MiB; server RSS ${mib(peaks.serverRss)}, fds ${peaks.serverFds}; sim processes RSS ${mib(peaks.hostsRss)}, fds ${peaks.hostsFds}; controller RSS ${mib(peaks.controllerRss)}`);
+  const worrying = controllerLog.split('\n').filter((l) => /error|warn/i.test(l) && !/not polling for/.test(l));
+  if (worrying.length) say(`controller log: ${worrying.length} warning/error line(s), last: ${worrying[worrying.length - 1].slice(0, 400)}`);
+}
+
+async function histories(client: Client, jobId: string, firstRound: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 3000)); // visibility is eventually consistent
+  const costs = await executionCosts(client, jobId);
+  const perRound = await jobEventsPerRound(client, jobId);
+  const byType = (t: string) => costs.filter((c) => c.type === t);
+  const stat = (xs: number[]) => (xs.length ? `median ${median(xs)}, max ${Math.max(...xs)}` : '-');
+  say(`executions: ${costs.length} (job runs ${byType('elasticJob').length}, lobby runs ${byType('jobLobby').length} of ${lobbyCount(N, GROUP)} lobbies, prepare groups ${byType('prepareGroup').length}, run groups ${byType('runGroup').length})`);
+  say(`job workflow events per round: ${[...perRound].sort((a, b) => a[0] - b[0]).map(([r, n]) => `${r === 0 ? 'joins' : `round ${r}`} ${n}`).join(', ')} (total ${[...perRound.values()].reduce((a, b) => a + b, 0)}); signals to the job ${byType('elasticJob').reduce((a, c) => a + c.signals, 0)}; peak pending activities ${Math.max(...byType('elasticJob').map((c) => c.peakPendingActivities))}`);
+  for (const t of ['prepareGroup', 'runGroup'] as const) {
+    const first = byType(t).filter((c) => c.workflowId.includes(`/round-${firstRound}/`));
+    say(`${t} (one round each): events ${stat(byType(t).map((c) => c.events))}; peak pending activities ${stat(byType(t).map((c) => c.peakPendingActivities))}; round ${firstRound}: ${first.map((c) => c.events).join(' ')} events; heartbeat/other activity timeouts ${byType(t).reduce((a, c) => a + c.activityTimeouts, 0)}`);
+  }
+  const tasks = (t: string) => `${byType(t).reduce((a, c) => a + c.taskFailures, 0)}/${byType(t).reduce((a, c) => a + c.taskTimeouts, 0)}`;
+  say(`workflow tasks failed/timed out: job ${tasks('elasticJob')}, prepare groups ${tasks('prepareGroup')}, run groups ${tasks('runGroup')}, lobbies ${tasks('jobLobby')}`);
+  say(`lobbies: signals per lobby run ${stat(byType('jobLobby').map((c) => c.signals))}; events ${stat(byType('jobLobby').map((c) => c.events))}`);
+}
+
+async function limits(metricsPort: number, m0: string): Promise<void> {
+  const m1 = await scrape(metricsPort);
+  const fe = 'service_name="frontend"';
+  const exhausted = sumOf(m1, 'service_errors_resource_exhausted', fe) - sumOf(m0, 'service_errors_resource_exhausted', fe);
+  const detail = nonZero(m1, 'service_errors_resource_exhausted').filter((l) => l.includes(fe)).map((l) => l.replace(/.*operation="([^"]+)".*resource_exhausted_cause="([^"]+)".*\s(\d+)$/, '$1 $2 $3')).slice(0, 5);
+  say(`server RESOURCE_EXHAUSTED (frontend): ${exhausted}${detail.length ? ` (${detail.join('; ')})` : ''}`);
+  say(serverLimitLines.length ? `server log lines about limits: ${serverLimitLines.length}; first: ${serverLimitLines[0].slice(0, 400)}` : 'server log: no limit or exhaustion lines');
+  hosts.forEach((h) => post(h, { t: 'stats' }));
+  const warnings = new Map<string, number>();
+  for (const s of await fromAll('stats', 30_000)) for (const [k, n] of Object.entries(s.warnings)) warnings.set(k, (warnings.get(k) ?? 0) + n);
+  const top = [...warnings].sort((a, b) => b[1] - a[1]).slice(0, 4);
+  say(top.length ? `SDK warnings in the sim processes: ${top.map(([k, n]) => `${n}× ${k}`).join(' | ')}` : 'SDK warnings in the sim processes: none');
+}
+
+async function cleanUp(): Promise<void> {
+  for (const h of hosts) h.proc.kill('SIGKILL');
+  controller?.kill('SIGKILL');
+  await server?.stop();
+}
+
+main().then(async () => {
+  await cleanUp();
+  console.log(report.join('\n'));
+  process.exit(0);
+}, async (err: unknown) => {
+  say(`stopped: ${err instanceof Error ? err.message : String(err)}`);
+  sampleResources();
+  say(`at the stop: machine MemAvailable ${memAvailableMb()} MiB; server RSS ${mib(peaks.serverRss)}, fds ${peaks.serverFds}; sim processes RSS ${mib(peaks.hostsRss)}, fds ${peaks.hostsFds}; peak machine CPU ${peaks.machineCpu} %`);
+  for (const [round, nodes] of running) say(`round ${round}: ${nodes.size} node(s) running`);
+  if (metrics.start) await limits(metrics.port, metrics.start).catch((e: unknown) => say(`limits: ${String(e)}`));
+  else say(serverLimitLines.length ? `server log lines about limits: ${serverLimitLines.length}; first: ${serverLimitLines[0].slice(0, 400)}` : 'server log: no limit or exhaustion lines');
+  await cleanUp();
+  console.log(report.join('\n'));
+  process.exit(1);
+});
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanUp().then(() => process.exit(130)));

@@ -1,0 +1,89 @@
+/**
+ * createNodeActivities with an injected `startGroup` (the seam the scale benchmark uses): the
+ * node activities drive whatever group they are given, with the same worker specs, heartbeats,
+ * results and stops as with real processes. No process is started here.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { createNodeActivities } from '../../activities/node';
+import type { GroupOptions, GroupResult, WorkerGroup } from '../../src/agent/workers/types';
+import type { RoundAssignment } from '../../src/job/assignment';
+
+const runDir = mkdtempSync(path.join(os.tmpdir(), 'telastic-node-test-'));
+afterAll(() => rmSync(runDir, { recursive: true, force: true }));
+
+const assignment: RoundAssignment = {
+  jobId: 'job1', round: 2, nodeId: 'n1', role: 'default', groupRank: 1, groupWorldSize: 2, rankOffset: 2,
+  localWorldSize: 2, worldSize: 4, masterAddr: '127.0.0.1', masterPort: 29500, restartCount: 1, maxRestarts: 3,
+  heartbeatIntervalMs: 100,
+};
+
+/** A group that ends when told to: `end(result)`; `stop()` ends it as stopped. */
+function fakeGroup() {
+  const started: GroupOptions[] = [];
+  const stops: string[] = [];
+  let end: (r: GroupResult) => void = () => undefined;
+  const startGroup = (opts: GroupOptions): WorkerGroup => {
+    started.push(opts);
+    const done = new Promise<GroupResult>((resolve) => (end = resolve));
+    return {
+      pids: [],
+      wait: () => done,
+      stop: async (reason?: string) => {
+        stops.push(reason ?? '');
+        end({ state: 'stopped', reason: reason ?? null, exits: [] });
+      },
+    };
+  };
+  return { startGroup, started, stops, end: (r: GroupResult) => end(r) };
+}
+
+function activities(startGroup: ReturnType<typeof fakeGroup>['startGroup']) {
+  return createNodeActivities({
+    nodeId: 'n1', entrypoint: { script: 'train.py', args: ['--lr', '0.1'], module: false, noPython: false }, bindAddress: '127.0.0.1',
+    output: { redirects: 0, tee: 0 }, shutdownTimeoutMs: 1000, baseEnv: { PATH: '/usr/bin' }, runDir, log: pino({ level: 'silent' }), startGroup,
+  });
+}
+
+describe('createNodeActivities with an injected startGroup', () => {
+  it('starts the given group with the torchrun workers, heartbeats at the job interval, returns its result', async () => {
+    const g = fakeGroup();
+    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 10_000 });
+    let beats = 0;
+    env.on('heartbeat', () => beats++);
+    const result = env.run(activities(g.startGroup).activities.runWorkers, assignment);
+    await new Promise((r) => setTimeout(r, 350));
+    expect(g.started).toHaveLength(1);
+    const { workers } = g.started[0];
+    expect(workers.map((w) => [w.localRank, w.rank, w.env.RANK, w.env.WORLD_SIZE, w.env.TORCHELASTIC_RESTART_COUNT])).toEqual([
+      [0, 2, '2', '4', '1'],
+      [1, 3, '3', '4', '1'],
+    ]);
+    expect(workers[0].args).toEqual(['-u', 'train.py', '--lr', '0.1']);
+    expect(beats).toBeGreaterThanOrEqual(2);
+    g.end({ state: 'succeeded', exits: [] });
+    await expect(result).resolves.toEqual({ state: 'succeeded' });
+  });
+
+  it('stops the group on cancellation, and prepare stops what an earlier round left', async () => {
+    const g = fakeGroup();
+    const env = new MockActivityEnvironment();
+    const result = env.run(activities(g.startGroup).activities.runWorkers, assignment);
+    await new Promise((r) => setTimeout(r, 50));
+    env.cancel();
+    await expect(result).rejects.toThrow();
+    expect(g.stops).toEqual(['round cancelled']);
+
+    const h = fakeGroup();
+    const node = activities(h.startGroup);
+    const running = new MockActivityEnvironment().run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    const prepared = await new MockActivityEnvironment().run(node.activities.prepare, { jobId: 'job1', round: 3, nodeId: 'n1' });
+    expect(prepared).toMatchObject({ nodeId: 'n1' });
+    expect(h.stops[0]).toBe('round 3 is forming');
+    expect(String(await running)).toMatch(/were stopped: round 3 is forming/);
+  });
+});
