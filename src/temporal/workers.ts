@@ -45,6 +45,10 @@ export async function createNodeWorker(
     taskQueue,
     identity,
     activities,
+    // Two long polls per node, not the SDK's default of about 10: a node runs at most a prepare, a
+    // runWorkers and a checkpoint lookup at once, and one frontend serves 1,200 polls per API
+    // (10 per node stopped a 256-node job from forming, docs/scale.md).
+    activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 2 },
     maxHeartbeatThrottleInterval: TIMING.maxHeartbeatThrottleInterval,
     defaultHeartbeatThrottleInterval: TIMING.defaultHeartbeatThrottleInterval,
     shutdownGraceTime: '5s',
