@@ -161,7 +161,7 @@ function applyLobbyEvent(state: JobState, e: LobbyEvent, now: number): JobState 
   if (r.success) return d.applyJoinOrReject(state, r.data, now);
   const nodeId = typeof e.req?.nodeId === 'string' ? e.req.nodeId : null;
   if (nodeId === null) return state;
-  return { ...state, rejected: [...(state.rejected ?? []).filter((x) => x.nodeId !== nodeId), { nodeId, reason: describeZodError(r.error, 'join: ') }] };
+  return d.rejectJoin(state, nodeId, describeZodError(r.error, 'join: '));
 }
 
 /**

@@ -14,7 +14,7 @@ import { nodeQueue } from '../../activities/types';
 import { JobInputError, nodeState, sendToLobby, startJob } from '../client/api';
 import { describeFailure } from '../job/decide';
 import type { JobSpecInput, JoinRequest } from '../job/spec';
-import type { Failure } from '../job/state';
+import { FINAL_PHASES, type Failure } from '../job/state';
 import { DEFAULT_GROUP_SIZE, agentPollMs } from '../job/groups';
 import { log } from '../log';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
@@ -46,7 +46,6 @@ export interface AgentOutcome {
 }
 
 const LEAVE_WAIT_MS = 5000;
-const FINAL: string[] = ['succeeded', 'failed', 'cancelled'];
 
 export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promise<AgentOutcome> {
   const jobId = o.spec.jobId;
@@ -96,7 +95,7 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
       const deadline = Date.now() + LEAVE_WAIT_MS;
       while (sent && Date.now() < deadline) {
         const v = await o.connection.withDeadline(deadline, () => nodeState(opts, jobId, o.nodeId)).catch(() => null);
-        if (v && (FINAL.includes(v.job) || ['draining', 'left', 'drained', 'lost'].includes(v.node))) return;
+        if (v && (FINAL_PHASES.includes(v.job) || ['draining', 'left', 'drained', 'lost'].includes(v.node))) return;
         await sleep(200);
       }
     }
@@ -119,7 +118,7 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
           if (done || stopSignal.aborted) return null;
           const me = await o.connection
             .withDeadline(Date.now() + 5000, () => nodeState(opts, jobId, o.nodeId))
-            .then((v) => (FINAL.includes(v.job) ? undefined : v))
+            .then((v) => (FINAL_PHASES.includes(v.job) ? undefined : v))
             .catch(() => undefined);
           if (!me) continue;
           if (me.node === 'rejected') return { code: 2, summary: `join rejected: ${me.reason ?? 'by the job'}` };

@@ -6,15 +6,13 @@
 import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
-import { drainRequestSchema, joinRequestSchema, jobSpecSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
+import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
 import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
-import { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
+import { WORKFLOW_TASK_TIMEOUT, lobbyCount, lobbyIndex, lobbyWorkflowId } from '../job/groups';
 import type { JobStatus } from '../job/status';
 import { drainSignal, drainUpdate, joinUpdate, lobbySignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent, type NodeView } from '../../workflows/messages';
 import type { elasticJob } from '../../workflows/job';
 import type { jobLobby } from '../../workflows/lobby';
-import { leaveRequestSchema } from '../job/spec';
-import { lobbyCount, lobbyIndex, lobbyWorkflowId } from '../job/groups';
 
 export { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
 

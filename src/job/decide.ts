@@ -56,9 +56,14 @@ export function applyJoin(state: JobState, req: JoinRequest, now: number): JobSt
  */
 export function applyJoinOrReject(state: JobState, req: JoinRequest, now: number): JobState {
   const reason = validateJoin(state, req);
-  const rejected = (state.rejected ?? []).filter((r) => r.nodeId !== req.nodeId);
-  if (reason === null) return { ...applyJoin(state, req, now), rejected };
-  return { ...state, rejected: [...rejected, { nodeId: req.nodeId, reason }].slice(-MAX_DEPARTURES) };
+  if (reason !== null) return rejectJoin(state, req.nodeId, reason);
+  return { ...applyJoin(state, req, now), rejected: (state.rejected ?? []).filter((r) => r.nodeId !== req.nodeId) };
+}
+
+/** Record why a node's join was refused (the latest reason per node; the newest 50 nodes). */
+export function rejectJoin(state: JobState, nodeId: string, reason: string): JobState {
+  const rejected = (state.rejected ?? []).filter((r) => r.nodeId !== nodeId);
+  return { ...state, rejected: [...rejected, { nodeId, reason }].slice(-MAX_DEPARTURES) };
 }
 
 /** Remove a node from the job for good (drained, left, or lost), remembering why. */
