@@ -8,7 +8,7 @@ import { Context, CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { RoundAssignment } from '../src/job/assignment';
+import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Entrypoint } from '../src/job/spec';
 import { buildCommand, buildWorkerEnv, resolvePythonExec } from '../src/agent/env';
 import { startWorkerGroup } from '../src/agent/workers';
@@ -16,10 +16,17 @@ import type { OutputOptions, Reaper, WorkerGroup } from '../src/agent/workers/ty
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
 import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult } from './types';
+import { NOT_ALLOWED } from './types';
 
 export interface NodeDeps {
   nodeId: string;
-  entrypoint: Entrypoint;
+  /**
+   * What this node runs (`telastic run`: the agent's own command line). Absent on a pool agent,
+   * which runs each job's `launch` once `checkLaunch` allows it.
+   */
+  entrypoint?: Entrypoint;
+  /** A pool agent's policy (src/agent/allow.ts): null when it runs the launch, else why not. */
+  checkLaunch?: (launch: Launch) => Promise<string | null>;
   /** Host the master port is reserved on (the node's advertised address). */
   bindAddress: string;
   output: Omit<OutputOptions, 'logDir'> & { logDir?: string };
@@ -53,8 +60,18 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     if (g) await g.stop(reason);
   }
 
+  /** The command and extra environment of a job on this node; throws NotAllowed when refused. */
+  async function launchFor(launch: Launch | undefined): Promise<{ entrypoint: Entrypoint; env: Record<string, string> }> {
+    if (deps.entrypoint) return { entrypoint: deps.entrypoint, env: {} };
+    if (!launch) throw ApplicationFailure.nonRetryable(`agent ${deps.nodeId} is a pool agent: it runs only jobs submitted to its pool`, NOT_ALLOWED);
+    const why = deps.checkLaunch ? await deps.checkLaunch(launch) : `agent ${deps.nodeId} has no launch policy`;
+    if (why !== null) throw ApplicationFailure.nonRetryable(why, NOT_ALLOWED);
+    return launch;
+  }
+
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
     Context.current().heartbeat();
+    await launchFor(input.launch);
     await stopAll(`round ${input.round} is forming`);
     const port = await reservePort(deps.bindAddress);
     deps.log.info({ round: input.round, port }, 'prepared');
@@ -66,10 +83,13 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     await stopAll(`round ${a.round} starts`);
     const errorDir = path.join(deps.runDir, a.jobId, `round_${a.round}`);
     await mkdir(errorDir, { recursive: true });
+    const { entrypoint, env: extra } = await launchFor(a.launch);
+    // The agent's interpreter, never the submitter's (PYTHON_EXEC is never taken from a launch).
     const python = resolvePythonExec(deps.baseEnv);
+    const baseEnv = { ...deps.baseEnv, ...extra };
     const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
-      const env = buildWorkerEnv(a, localRank, { baseEnv: deps.baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`) });
-      return { localRank, rank: a.rankOffset + localRank, ...buildCommand(deps.entrypoint, localRank, python), env };
+      const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`) });
+      return { localRank, rank: a.rankOffset + localRank, ...buildCommand(entrypoint, localRank, python), env };
     });
     const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
     const group = (deps.startGroup ?? startWorkerGroup)({

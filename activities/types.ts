@@ -4,13 +4,15 @@
  * frozen node is noticed by the workflow through the runWorkers heartbeat timeout or an
  * unanswered `prepare` (schedule-to-start timeout), never by retrying elsewhere.
  */
-import type { RoundAssignment } from '../src/job/assignment';
+import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { CheckpointActivities } from '../src/checkpoints/types';
 
 export interface PrepareInput {
   jobId: string;
   round: number;
   nodeId: string;
+  /** What the node is to run, for jobs submitted to a pool; its agent checks it is allowed. */
+  launch?: Launch;
 }
 
 export interface PrepareResult {
@@ -39,6 +41,18 @@ export interface NodeActivities extends CheckpointActivities {
   /** Run the node's workers for one round until they all exit, one fails, or it is cancelled. */
   runWorkers(assignment: RoundAssignment): Promise<RunWorkersResult>;
 }
+
+/** What a pool agent runs for the pool itself (workflows/pool.ts). */
+export interface PoolActivities {
+  /**
+   * The pool's lease on one run of the agent: heartbeats until cancelled. A lease of an earlier
+   * run (another incarnation) fails at once. A lease that misses heartbeats marks the node lost.
+   */
+  holdNode(input: { pool: string; nodeId: string; incarnation: string }): Promise<void>;
+}
+
+/** The failure type of a node activity whose (pool) agent refuses the job's command. */
+export const NOT_ALLOWED = 'NotAllowed';
 
 export const CONTROL_QUEUE = 'telastic';
 

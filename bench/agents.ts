@@ -24,16 +24,20 @@ export function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
 
 /** Start `telastic run` with `args` (its flags and the script) against the Temporal at `address`. */
 export function startAgent(address: string, nodeId: string, args: string[], env: NodeJS.ProcessEnv = {}): Agent {
-  const argv = [BIN, 'run', ...(address ? ['--rdzv-endpoint', address] : []), '--node-id', nodeId, '--local-addr', '127.0.0.1', ...args];
-  const proc = spawn(process.execPath, argv, {
-    env: definedOnly({ ...process.env, TELASTIC_STATE_DIR: path.join(os.tmpdir(), 'telastic-test-state', nodeId), ...env }),
+  return startTelastic(nodeId, ['run', ...(address ? ['--rdzv-endpoint', address] : []), '--node-id', nodeId, '--local-addr', '127.0.0.1', ...args], env);
+}
+
+/** Start `telastic ARGS…` (any command); `name` keeps its state directory apart from others'. */
+export function startTelastic(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Agent {
+  const proc = spawn(process.execPath, [BIN, ...args], {
+    env: definedOnly({ ...process.env, TELASTIC_STATE_DIR: path.join(os.tmpdir(), 'telastic-test-state', name), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : null))));
-  return { nodeId, proc, output: () => out, exited };
+  return { nodeId: name, proc, output: () => out, exited };
 }
 
 /** Poll until `fn` returns a truthy value; fail with `what` and the last error after `timeoutMs`. */

@@ -5,10 +5,10 @@
  * report back in one batch, their result. A new pair per round keeps each history short.
  */
 import * as wf from '@temporalio/workflow';
-import { ActivityCancellationType, ActivityFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
+import { ActivityCancellationType, ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
 import type { NodeActivities } from '../activities/types';
-import { nodeQueue } from '../activities/types';
-import type { RoundAssignment } from '../src/job/assignment';
+import { NOT_ALLOWED, nodeQueue } from '../activities/types';
+import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Failure } from '../src/job/state';
 import { groupFinishedSignal } from './messages';
 
@@ -18,7 +18,8 @@ export interface GroupTiming {
   shutdownTimeoutMs: number;
 }
 
-export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string };
+/** `refused`: the node's agent will not run the job's command (a pool agent's --allow). */
+export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string; refused?: boolean };
 
 export type NodeOutcome =
   | { nodeId: string; kind: 'succeeded' }
@@ -61,6 +62,13 @@ export interface PrepareGroupInput {
   round: number;
   nodeIds: string[];
   timing: GroupTiming;
+  /** Pool jobs: what the nodes are to run, for their agents to check. */
+  launch?: Launch;
+}
+
+function refusal(err: unknown): string | null {
+  const cause = err instanceof ActivityFailure ? err.cause : null;
+  return cause instanceof ApplicationFailure && cause.type === NOT_ALLOWED ? cause.message : null;
 }
 
 /** `prepare` on every node of the group as a child workflow. */
@@ -70,14 +78,16 @@ export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAns
 
 /** `prepare` on every node; one answer per node, in the given order. */
 export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
-  const { jobId, round, timing } = input;
+  const { jobId, round, timing, launch } = input;
   return Promise.all(
     input.nodeIds.map((nodeId) =>
       onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
-        .prepare({ jobId, round, nodeId })
+        .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}) })
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port }),
           (e: unknown): PrepareAnswer => {
+            const refused = refusal(e);
+            if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },

@@ -3,3 +3,5 @@ export { elasticJob } from './job';
 export type { JobInput, JobResult } from './job';
 export { prepareGroup, runGroup } from './group';
 export { jobLobby } from './lobby';
+export { nodePool } from './pool';
+export type { PoolInput } from './pool';

@@ -8,11 +8,13 @@ import { ApplicationFailure, CancelledFailure, isCancellation } from '@temporali
 import * as d from '../src/job/decide';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, scaleRequestSchema, describeZodError } from '../src/job/spec';
 import type { JobSpecInput } from '../src/job/spec';
-import { initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
+import { FINAL_PHASES, initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
 import { nodeView, toStatus, type JobStatus } from '../src/job/status';
 import { cancelSignal, drainSignal, drainUpdate, groupFinishedSignal, joinUpdate, leaveSignal, lobbyBatchSignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent } from './messages';
 import { runRound, prepareRound } from './round';
 import { publish } from './publish';
+import { applyGrant, dropSpares, leavePool, linkToPool } from './pool-link';
+import { poolGrantSignal } from './pool-messages';
 import type { z } from 'zod';
 
 export interface JobInput {
@@ -40,7 +42,12 @@ function reject(message: string | null): void {
   if (message !== null) throw ApplicationFailure.nonRetryable(message, 'InvalidInput');
 }
 
-export async function elasticJob(input: JobInput): Promise<JobResult> {
+/**
+ * A job's workflow. Started by `telastic run` and `submitJob` with `{ spec }`; a plain SDK start
+ * may pass the spec itself (`args: [spec]`).
+ */
+export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobResult> {
+  if (!('spec' in input)) input = { spec: input };
   const spec = check(jobSpecSchema, input.spec, 'spec');
   let state: JobState = input.state ?? initialState(spec, Date.now());
   const startRound = state.round;
@@ -99,6 +106,10 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     },
     { validator: (req) => reject(d.validateScale(state, check(scaleRequestSchema, req, 'scale'))) },
   );
+  wf.setHandler(poolGrantSignal, ({ nodes }) => {
+    signals++;
+    if (!FINAL_PHASES.includes(state.phase)) state = applyGrant(state, nodes, Date.now());
+  });
   wf.setHandler(cancelSignal, () => {
     signals++;
     state = { ...state, cancelRequested: true };
@@ -118,13 +129,18 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
     if (state.cancelRequested) throw new CancelledFailure('job cancelled');
   };
 
+  const pool = state.spec.pool;
+  let ended = false;
+  const link = pool ? linkToPool(pool, get, set, () => ended) : Promise.resolve();
   try {
     for (;;) {
       throwIfCancelled();
       state = d.settleMembership(state); // drains and a shrunk maxNodes apply before the round forms
+      if (pool) state = dropSpares(state);
       await gather(get, set, fail);
       throwIfCancelled();
       const prepared = await prepareRound(get, set);
+      if (prepared && 'refused' in prepared) return fail(prepared.refused, null);
       if (!prepared) continue; // a participant did not answer: form the round again without it
       const settled = d.settleFailure(state);
       state = settled.state;
@@ -138,6 +154,8 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
         return { jobId: state.spec.jobId, rounds: state.round, restarts: state.restarts, worldSize: toStatus(state).worldSize, status: toStatus(state) };
       }
       if (d.shouldContinueAsNew(state, startRound, wf.workflowInfo().continueAsNewSuggested, signals)) {
+        ended = true;
+        await link;
         await wf.condition(wf.allHandlersFinished);
         await wf.continueAsNew<typeof elasticJob>({ spec: state.spec, state });
       }
@@ -148,6 +166,10 @@ export async function elasticJob(input: JobInput): Promise<JobResult> {
       throw new CancelledFailure('job cancelled', [{ status: toStatus(state) }]);
     }
     throw err;
+  } finally {
+    ended = true;
+    // Not on continue-as-new (which throws out of continueAsNew): the next run keeps the nodes.
+    if (pool && FINAL_PHASES.includes(state.phase)) await leavePool(pool, state);
   }
 }
 

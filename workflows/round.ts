@@ -10,6 +10,7 @@ import { ChildWorkflowCancellationType, ParentClosePolicy } from '@temporalio/wo
 import * as d from '../src/job/decide';
 import { GROUP_TASK_TIMEOUT, groupWorkflowId, heartbeatIntervalMs, partition } from '../src/job/groups';
 import type { JobState, NodeRecord } from '../src/job/state';
+import type { Launch } from '../src/job/assignment';
 import { findResumePoint } from './checkpoint';
 import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type NodeOutcome, type PrepareAnswer } from './group';
 import { publish } from './publish';
@@ -42,8 +43,16 @@ function groupOptions(s: JobState, round: number, phase: 'prepare' | 'run', inde
   };
 }
 
-/** Returns null when the round must form again (too few nodes, or one did not answer). */
-export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | null> {
+/** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
+function launchOf(s: JobState): { launch: Launch } | object {
+  return s.spec.pool ? { launch: { entrypoint: s.spec.entrypoint, env: s.spec.env ?? {} } } : {};
+}
+
+/**
+ * Returns null when the round must form again (too few nodes, or one did not answer), and
+ * `refused` when a pool agent will not run the job's command (the job cannot run as submitted).
+ */
+export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | null | { refused: string }> {
   const plan = d.planRound(get());
   if (plan.participants.length < get().spec.minNodes) return null;
   const round = get().round + 1;
@@ -51,7 +60,7 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
   publish(get());
   const s0 = get();
   const groups = partition(plan.participants.map((p) => p.nodeId), s0.spec.rdzv.groupSize);
-  const input = (nodeIds: string[]) => ({ jobId: s0.spec.jobId, round, nodeIds, timing: timing(s0) });
+  const input = (nodeIds: string[]) => ({ jobId: s0.spec.jobId, round, nodeIds, timing: timing(s0), ...launchOf(s0) });
   // One group: the job runs it itself (as small jobs always did): no child workflow to land on a
   // frozen coordinator while the job recovers. Several: one child workflow each.
   const answers: PrepareAnswer[] =
@@ -67,6 +76,8 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
             ),
           )
         ).flat();
+  const refused = answers.find((a) => !a.ok && a.refused);
+  if (refused && !refused.ok) return { refused: refused.why };
   let s = get();
   let lost = false;
   for (const a of answers) {
@@ -95,7 +106,7 @@ export async function runRound(get: Get, set: Set, prepared: PreparedRound): Pro
   const s0 = get();
   const { groupSize, heartbeatTimeoutMs } = s0.spec.rdzv;
   const heartbeat = heartbeatIntervalMs(heartbeatTimeoutMs, groupSize);
-  const assignments = d.assignRanks(s0, prepared.participants, prepared.master, { resumeFrom: found.resumeFrom }).map((a) => ({ ...a, heartbeatIntervalMs: heartbeat }));
+  const assignments = d.assignRanks(s0, prepared.participants, prepared.master, { resumeFrom: found.resumeFrom }).map((a) => ({ ...a, heartbeatIntervalMs: heartbeat, ...launchOf(s0) }));
   const ids = assignments.map((a) => a.nodeId);
   const round = s0.round;
   set({ ...s0, phase: 'running' });

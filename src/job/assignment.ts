@@ -1,3 +1,11 @@
+import type { Entrypoint } from './spec';
+
+/** What a job submitted to a pool runs: the submitter's command and environment variables. */
+export interface Launch {
+  entrypoint: Entrypoint;
+  env: Record<string, string>;
+}
+
 /**
  * What the job workflow tells one node for one round: everything a node needs to compute the
  * torchrun environment of its workers. Pure data; workflow code builds it.
@@ -24,4 +32,6 @@ export interface RoundAssignment {
   resumeFrom?: string;
   /** How often the node heartbeats `runWorkers` (src/job/groups.ts heartbeatIntervalMs). */
   heartbeatIntervalMs?: number;
+  /** Jobs submitted to a pool: what to run (the pool agent checks it against its --allow). */
+  launch?: Launch;
 }

@@ -53,6 +53,14 @@ export const jobSpecSchema = z
      * near its history limits); for operators who want short histories, and for tests.
      */
     continueAsNewEveryRounds: z.number().int().min(1).optional(),
+    /**
+     * The pool the job was submitted to (`telastic submit --pool`): its nodes come from the
+     * pool's agents, which run `entrypoint` with `env` if they allow it. Absent for jobs whose
+     * nodes join with `telastic run`.
+     */
+    pool: id.optional(),
+    /** Environment variables of every worker, for jobs submitted to a pool (`--env K=V`). */
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), z.string()).optional(),
     /** Set by the starter when the namespace has telastic's custom search attributes. */
     searchAttributes: z.boolean().default(false),
   })

@@ -88,6 +88,8 @@ export interface JobState {
   belowMinSince: number | null;
   /** Recent joins the job refused (a launch that does not match), newest last, for their agents. */
   rejected?: Rejection[];
+  /** Jobs submitted to a pool: nodes the pool granted that the job has not given back yet. */
+  poolNodes?: string[];
 }
 
 export interface Rejection {

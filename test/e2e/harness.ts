@@ -6,10 +6,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ROOT, stopAll, waitFor, type Agent } from '../../bench/agents';
+import { ROOT, startTelastic, stopAll, waitFor, type Agent } from '../../bench/agents';
 import { testAddress } from '../setup/temporal';
-export { BIN, ROOT, alive, startAgent, stopAll, waitFor, type Agent } from '../../bench/agents';
+export { BIN, ROOT, alive, startAgent, startTelastic, stopAll, waitFor, type Agent } from '../../bench/agents';
 import { getJobStatus } from '../../src/client/api';
+import { getPoolStatus } from '../../src/client/pool';
+import type { PoolState } from '../../src/pool/state';
 import type { JobStatus } from '../../src/job/status';
 
 export const WORKER = path.join(ROOT, 'test', 'fixtures', 'worker.py');
@@ -84,4 +86,43 @@ export function e2eSuite(): { readonly conn: Connection; agents: Agent[] } {
     },
     agents,
   };
+}
+
+/** A pool of agents and the controller that runs its workflows, on a task queue of its own. */
+export interface TestPool {
+  name: string;
+  taskQueue: string;
+  controller(): Agent;
+  agent(nodeId: string, extra?: string[], env?: NodeJS.ProcessEnv): Agent;
+}
+
+export function testPool(name: string, agents: Agent[], allow: string[]): TestPool {
+  const pool = uniqueJobId(name);
+  const taskQueue = `tq-${pool}`;
+  const conn = ['--address', testAddress(), '--task-queue', taskQueue];
+  return {
+    name: pool,
+    taskQueue,
+    controller() {
+      const c = startTelastic(`${pool}-controller`, ['controller', ...conn]);
+      agents.push(c);
+      return c;
+    },
+    agent(nodeId, extra = [], env = {}) {
+      const args = ['agent', '--pool', pool, '--node-id', nodeId, '--local-addr', '127.0.0.1', '--heartbeat-timeout', '3', '--shutdown-timeout', '3', ...allow.flatMap((p) => ['--allow', p]), ...conn, ...extra];
+      const a = startTelastic(nodeId, args, env);
+      agents.push(a);
+      return a;
+    },
+  };
+}
+
+/** The pool's state; a query a missing coordinator swallowed fails after 3 s (waitFor retries). */
+export async function poolState(conn: Connection, pool: string): Promise<PoolState> {
+  return conn.withDeadline(Date.now() + 3000, () => getPoolStatus({ connection: conn }, pool));
+}
+
+/** Node id → the job it is granted to, or its state when it is not granted. */
+export function owners(p: PoolState): Record<string, string> {
+  return Object.fromEntries(p.nodes.map((n) => [n.nodeId, n.state === 'granted' ? (n.jobId as string) : n.state]));
 }

@@ -1,0 +1,137 @@
+/**
+ * The pool agent behind `telastic agent`: one long-lived process per node. It serves its node's
+ * task queue (the node activities, for whichever job its pool grants it, and the pool's lease),
+ * registers with the pool, and follows its node's state until it is stopped. Jobs come and go:
+ * a failed or cancelled job, or a Temporal outage, changes nothing for the agent. SIGTERM
+ * leaves the pool: the job it serves re-forms without it, then the agent exits 0.
+ */
+import type { Connection } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { createNodeActivities } from '../../activities/node';
+import { createPoolActivities } from '../../activities/pool';
+import { nodeQueue } from '../../activities/types';
+import { createCheckpointActivities } from '../checkpoints';
+import { departFromPool, poolNodeState, registerWithPool } from '../client/pool';
+import type { Launch } from '../job/assignment';
+import type { PoolNodeView } from '../pool/decide';
+import type { RegisterRequest } from '../pool/state';
+import { log } from '../log';
+import { createControlWorker, createNodeWorker } from '../temporal/workers';
+import { createReaper, killOrphans } from './workers';
+import type { AgentOutcome } from './agent';
+import type { OutputOptions } from './workers/types';
+
+export interface PoolAgentOptions {
+  pool: string;
+  nodeId: string;
+  localAddr: string;
+  /** Worker processes this node runs at most (`--nproc`). */
+  slots: number;
+  labels: Record<string, string>;
+  /** The agent's policy: null when it runs a submitted launch, else one line saying why not. */
+  checkLaunch: (launch: Launch) => Promise<string | null>;
+  namespace: string;
+  taskQueue: string;
+  /** Also host job and pool workflows (a controller's work) on this node. */
+  coordinator: boolean;
+  heartbeatTimeoutMs: number;
+  shutdownTimeoutMs: number;
+  output: OutputOptions;
+  stateDir: string;
+  connection: Connection;
+  nativeConnection: NativeConnection;
+  retry?: <T>(fn: () => Promise<T>) => Promise<T>;
+}
+
+const POLL_MS = 1000;
+/** A register the pool has not recorded after this long is sent again (it is idempotent). */
+const REREGISTER_MS = 10_000;
+
+export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal): Promise<AgentOutcome> {
+  const nodeLog = log.child({ pool: o.pool, node: o.nodeId });
+  await killOrphans(o.stateDir);
+  const reaper = await createReaper(o.stateDir);
+  const incarnation = randomUUID();
+  const node = createNodeActivities({
+    nodeId: o.nodeId,
+    checkLaunch: o.checkLaunch,
+    bindAddress: o.localAddr,
+    output: o.output,
+    shutdownTimeoutMs: o.shutdownTimeoutMs,
+    baseEnv: process.env,
+    runDir: path.join(o.stateDir, 'errors', o.nodeId),
+    reaper,
+    log: nodeLog,
+  });
+  const activities = { ...node.activities, ...createCheckpointActivities({ log: nodeLog }), ...createPoolActivities(incarnation) };
+  const identity = `${o.nodeId}@${os.hostname()}`;
+  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), activities, identity)];
+  if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, identity));
+  const running = workers.map((w) => w.run());
+  const opts = { connection: o.connection, namespace: o.namespace, taskQueue: o.taskQueue };
+  const retry = o.retry ?? (<T>(fn: () => Promise<T>) => fn());
+  const req: RegisterRequest = { nodeId: o.nodeId, address: o.localAddr, slots: o.slots, labels: o.labels, incarnation, heartbeatTimeoutMs: o.heartbeatTimeoutMs };
+  const view = () => o.connection.withDeadline(Date.now() + 5000, () => poolNodeState(opts, o.pool, o.nodeId)).catch(() => null);
+  try {
+    await retry(() => registerWithPool(opts, o.pool, req));
+    let registeredAt = Date.now();
+    console.error(`telastic agent: node ${o.nodeId} (${o.slots} slot(s)) registered with pool ${o.pool}`);
+    let last: PoolNodeView | null = null;
+    while (!stopSignal.aborted) {
+      await sleep(POLL_MS, stopSignal);
+      if (stopSignal.aborted) break;
+      const v = await view();
+      if (!v) continue; // no coordinator or no server right now: the agent waits, its workers run on
+      const mine = v.incarnation === incarnation;
+      if (mine && (v.state !== last?.state || v.jobId !== last?.jobId)) {
+        const what = v.state === 'granted' ? `granted to job ${v.jobId}` : v.state;
+        console.error(`telastic agent: node ${o.nodeId}: ${what}`);
+        // Back from a job: whatever it ran is over (its rounds stop workers; this is the backstop).
+        if (last?.jobId && v.jobId !== last.jobId) await node.stopAll(`job ${last.jobId} released the node`);
+      }
+      if (mine) last = v;
+      // Lost (a job lost it, or the lease lapsed) while alive, or not recorded yet: offer it again.
+      const lostButAlive = mine && v.state === 'lost';
+      if (lostButAlive || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
+        await node.stopAll('the pool took the node back');
+        await registerWithPool(opts, o.pool, req).catch((err) => nodeLog.warn({ err: String(err) }, 'register failed'));
+        registeredAt = Date.now();
+      }
+    }
+    await leave();
+    return { code: 0, summary: `node ${o.nodeId} left pool ${o.pool}` };
+  } finally {
+    await node.stopAll('agent exiting');
+    for (const w of workers) w.shutdown();
+    await Promise.allSettled(running);
+    await reaper.close();
+  }
+
+  /**
+   * A graceful leave: the pool tells the job the node serves, which re-forms without it at once;
+   * the agent waits until the pool let the node go (bounded), so that its workers' stop is not
+   * mistaken for a lost node.
+   */
+  async function leave(): Promise<void> {
+    const sent = await departFromPool(opts, o.pool, { nodeId: o.nodeId, incarnation }).then(() => true, () => false);
+    const deadline = Date.now() + o.shutdownTimeoutMs + 5000;
+    while (sent && Date.now() < deadline) {
+      const v = await view();
+      if (v && (v.incarnation !== incarnation || v.state === 'unknown')) return;
+      await sleep(200);
+    }
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}
