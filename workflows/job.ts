@@ -131,7 +131,8 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
 
   const pool = state.spec.pool;
   let ended = false;
-  const link = pool ? linkToPool(pool, get, set, () => ended) : Promise.resolve();
+  // Not cancellable: a cancelled job still gives its nodes back (leavePool), then the link ends.
+  const link = pool ? wf.CancellationScope.nonCancellable(() => linkToPool(pool, get, set, () => ended)) : Promise.resolve();
   try {
     for (;;) {
       throwIfCancelled();

@@ -11,7 +11,7 @@
 import { realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import picomatch from 'picomatch';
-import type { Entrypoint } from '../job/spec';
+import type { Launch } from '../job/assignment';
 
 export interface LaunchPolicy {
   /** Real absolute paths, directories or files, as `compilePolicy` resolved them. */
@@ -21,10 +21,7 @@ export interface LaunchPolicy {
 }
 
 /** What a submission asks an agent to run. */
-export interface Launch {
-  entrypoint: Entrypoint;
-  env: Record<string, string>;
-}
+export type { Launch } from '../job/assignment';
 
 /**
  * Env names never taken from a submission, whatever `--allow-env` says: each picks the

@@ -9,6 +9,8 @@ import { Client } from '@temporalio/client';
 import { Option, type Command } from 'commander';
 import { cancelJob, drainNode, getJobStatus, scaleJob } from '../client/api';
 import type { JobStatus } from '../job/status';
+import { getPoolStatus } from '../client/pool';
+import type { PoolState } from '../pool/state';
 import { startController } from '../controller';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
@@ -62,6 +64,15 @@ export function printStatus(s: JobStatus): string {
   return lines.join('\n');
 }
 
+export function printPool(p: PoolState): string {
+  const label = (l: Record<string, string>) => Object.entries(l).map(([k, v]) => `${k}=${v}`).join(',');
+  return [
+    `pool ${p.name}: ${p.nodes.length} node(s), ${p.nodes.filter((n) => n.state === 'free').length} free · ${p.jobs.length} job(s)`,
+    ...p.nodes.map((n) => `  ${n.nodeId.padEnd(24)} ${n.state.padEnd(9)} ${(n.jobId ?? '-').padEnd(24)} ${String(n.slots).padStart(3)} slot(s) ${n.address} ${label(n.labels)}`),
+    ...p.jobs.map((j) => `  job ${j.jobId}: wants ${j.minNodes}:${j.maxNodes} × ${j.slots} slot(s), holds ${p.nodes.filter((n) => n.jobId === j.jobId).length}`),
+  ].join('\n');
+}
+
 export function registerCommands(program: Command): void {
   withConnection(program.command('status').argument('<job>').option('--json', 'print the status object as JSON').description('show a job'), async (conn, ns, flags, [job], retry) => {
     // The server is waited for; a coordinator is not (the workflow's own status is shown instead).
@@ -89,6 +100,11 @@ export function registerCommands(program: Command): void {
   withConnection(program.command('drain').argument('<job>').argument('<node>').description('release a node at the next round boundary (recorded even while no coordinator runs)'), async (conn, ns, _f, [job, node], retry) => {
     const r = await retry(() => drainNode({ connection: conn, namespace: ns }, job, node));
     console.log(r === 'applied' ? `job ${job}: draining ${node}` : `job ${job}: no coordinator answered; the drain of ${node} is recorded and applies when a coordinator returns`);
+    return 0;
+  });
+  withConnection(program.command('pool').argument('<name>').option('--json', 'print the pool state as JSON').description('show a pool: its nodes, their state and job, and its jobs in arrival order'), async (conn, ns, flags, [name]) => {
+    const p = await conn.withDeadline(Date.now() + 10_000, () => getPoolStatus({ connection: conn, namespace: ns }, name));
+    console.log(flags.json ? JSON.stringify(p, null, 2) : printPool(p));
     return 0;
   });
   withConnection(program.command('cancel').argument('<job>').description('cancel a job on every node'), async (conn, ns, _f, [job], retry) => {

@@ -2,15 +2,20 @@
 import { Command } from 'commander';
 import { installRuntime, runCommand } from './run';
 import { registerCommands } from './commands';
+import { agentCommand, submitCommand } from './pool-commands';
 import { registerDevCommand } from './dev';
 import { UsageError } from './errors';
 import { startController } from '../controller';
 import { connectNative } from '../temporal/connect';
 
+/** Commands that parse their own argv (SCRIPT ARGS… pass through untouched). */
+const OWN_ARGV: Record<string, (argv: string[]) => Promise<number>> = { run: runCommand, submit: submitCommand, agent: agentCommand };
+
 export async function main(argv: string[]): Promise<void> {
-  if (argv[0] === 'run') {
-    const code = await runCommand(argv.slice(1)).catch((err: unknown) => {
-      console.error(`telastic run: ${oneLine(err)}`);
+  const own = OWN_ARGV[argv[0] ?? ''];
+  if (own) {
+    const code = await own(argv.slice(1)).catch((err: unknown) => {
+      console.error(`telastic ${argv[0]}: ${oneLine(err)}`);
       return 1;
     });
     // A client long poll (the job result) may still be open; once stdout and stderr are
@@ -24,6 +29,8 @@ export async function main(argv: string[]): Promise<void> {
     .showHelpAfterError(false)
     .exitOverride();
   program.command('run').description('launch this node\'s workers for a job: torchrun\'s flags (telastic run --help)');
+  program.command('submit').description('submit a job to a pool of agents: run\'s job flags, --pool NAME (telastic submit --help)');
+  program.command('agent').description('serve a pool: a long-lived node daemon (telastic agent --help)');
   registerCommands(program);
   registerDevCommand(program, {
     startController: async (address, namespace) => {

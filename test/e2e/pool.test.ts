@@ -61,7 +61,7 @@ test('two jobs share three agents; the second grows into the first one\'s nodes 
   const grown = await waitForRound(e2e.conn, jobB, (s) => s.worldSize === 2);
   expect(grown.restarts).toBe(0);
   expect(await jobNodes(jobB)).toHaveLength(2);
-  expect(recordedPids(outA).filter(alive)).toEqual([]);
+  await waitFor('A\'s workers stopped', () => recordedPids(outA).filter(alive).length === 0, 15_000);
   expect((await status(e2e.conn, a.workflowId)).state).toBe('cancelled');
 });
 
