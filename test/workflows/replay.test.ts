@@ -11,6 +11,10 @@
  *   prepare-group.json   one of round 3's prepareGroup children
  *   run-group.json       one of round 3's runGroup children
  *   lobby.json           node-b's lobby (jobLobby): forwards its join, ends when quiet
+ * Recorded by scripts/record-pool-histories.sh: two pool agents, a job submitted to their pool
+ * (granted both, one restart, succeeds), then one agent leaves (SIGTERM) and one is killed.
+ *   pool-job.json        the submitted job (elasticJob with a pool: link, grants, release)
+ *   pool.json            the pool (nodePool): registers, leases, grants, depart, a lapsed lease
  */
 import { Worker } from '@temporalio/worker';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -21,7 +25,7 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
 test('there are recorded histories of every workflow type to replay', () => {
   const types = files.map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')).events[0].workflowExecutionStartedEventAttributes.workflowType.name);
-  expect(new Set(types)).toEqual(new Set(['elasticJob', 'prepareGroup', 'runGroup', 'jobLobby']));
+  expect(new Set(types)).toEqual(new Set(['elasticJob', 'prepareGroup', 'runGroup', 'jobLobby', 'nodePool']));
 });
 
 test.each(files)('%s replays against the current workflow code', async (file) => {
