@@ -49,10 +49,17 @@ export interface NodeActivityHandle {
   activities: Omit<NodeActivities, 'findCheckpoint'>;
   /** Stop the current worker group, if any (agent shutdown, drain, job end). */
   stopAll(reason: string): Promise<void>;
+  /**
+   * Stop the current group if it started before `before` (ms) for a job other than `keep`: a
+   * pool agent's backstop once its pool says the node left that job. A group started after the
+   * pool was asked belongs to a newer grant and is kept.
+   */
+  stopStale(keep: string | null, before: number, reason: string): Promise<void>;
 }
 
 export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   let current: WorkerGroup | null = null;
+  let currentRun: { jobId: string; startedAt: number } | null = null;
 
   async function stopAll(reason: string): Promise<void> {
     const g = current;
@@ -99,6 +106,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       reaper: deps.reaper,
     });
     current = group;
+    currentRun = { jobId: a.jobId, startedAt: Date.now() };
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
     deps.onWorkersStarted?.(a, group.pids);
     // The job picks the interval from the heartbeat timeout and the group size; older jobs did not.
@@ -123,5 +131,9 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
   }
 
-  return { activities: { prepare, runWorkers }, stopAll };
+  async function stopStale(keep: string | null, before: number, reason: string): Promise<void> {
+    if (current && currentRun && currentRun.jobId !== keep && currentRun.startedAt < before) await stopAll(reason);
+  }
+
+  return { activities: { prepare, runWorkers }, stopAll, stopStale };
 }

@@ -83,20 +83,20 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     while (!stopSignal.aborted) {
       await sleep(POLL_MS, stopSignal);
       if (stopSignal.aborted) break;
+      const askedAt = Date.now();
       const v = await view();
       if (!v) continue; // no coordinator or no server right now: the agent waits, its workers run on
       const mine = v.incarnation === incarnation;
       if (mine && (v.state !== last?.state || v.jobId !== last?.jobId)) {
-        const what = v.state === 'granted' ? `granted to job ${v.jobId}` : v.state;
-        console.error(`telastic agent: node ${o.nodeId}: ${what}`);
-        // Back from a job: whatever it ran is over (its rounds stop workers; this is the backstop).
-        if (last?.jobId && v.jobId !== last.jobId) await node.stopAll(`job ${last.jobId} released the node`);
+        console.error(`telastic agent: node ${o.nodeId}: ${v.state === 'granted' ? `granted to job ${v.jobId}` : v.state}`);
       }
-      if (mine) last = v;
+      if (mine) {
+        last = v;
+        // Workers of a job that no longer holds the node (its rounds stop them; this is the backstop).
+        await node.stopStale(v.jobId, askedAt, 'the node is no longer granted to their job');
+      }
       // Lost (a job lost it, or the lease lapsed) while alive, or not recorded yet: offer it again.
-      const lostButAlive = mine && v.state === 'lost';
-      if (lostButAlive || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
-        await node.stopAll('the pool took the node back');
+      if ((mine && v.state === 'lost') || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
         await registerWithPool(opts, o.pool, req).catch((err) => nodeLog.warn({ err: String(err) }, 'register failed'));
         registeredAt = Date.now();
       }

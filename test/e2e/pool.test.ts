@@ -101,10 +101,20 @@ test('the pool\'s only coordinator killed mid-job: no training process restarts,
   expect(pids.filter(alive)).toEqual(pids);
 });
 
-test('finished jobs succeed and give their nodes back', async () => {
+test('scale --max grows a pool job into the node a finished job gave back, spending no restart; finished jobs free their nodes', async () => {
   finish(outSdk);
   const client = new Client({ connection: e2e.conn });
   await expect(client.workflow.getHandle(sdkJob.jobId).result()).resolves.toMatchObject({ jobId: sdkJob.jobId, restarts: 0 });
+  await waitFor('1 free node', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 1);
+  const before = await status(e2e.conn, jobB);
+  expect(before.worldSize).toBe(2); // B is at its maximum: the free node stays free
+
+  const r = await promisify(execFile)(process.execPath, [BIN, 'scale', jobB, '--max', '3', '--address', testAddress()]);
+  expect(r.stdout).toContain(`job ${jobB}: nodes 1:3`);
+  const grown = await waitForRound(e2e.conn, jobB, (s) => s.worldSize === 3);
+  expect(grown.restarts).toBe(before.restarts);
+  expect(await jobNodes(jobB)).toEqual(nodes);
+
   finish(outB);
   await expect(client.workflow.getHandle(jobB).result()).resolves.toMatchObject({ jobId: jobB, restarts: 1 });
   await waitFor('3 free nodes', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 3);
