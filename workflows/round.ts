@@ -45,7 +45,9 @@ function groupOptions(s: JobState, round: number, phase: 'prepare' | 'run', inde
 
 /** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
 function launchOf(s: JobState): { launch: Launch } | object {
-  return s.spec.pool ? { launch: { entrypoint: s.spec.entrypoint, env: s.spec.env ?? {} } } : {};
+  if (!s.spec.pool) return {};
+  const { entrypoint, env, checkpointDir } = s.spec;
+  return { launch: { entrypoint, env: env ?? {}, ...(checkpointDir ? { checkpointDir } : {}) } };
 }
 
 /**

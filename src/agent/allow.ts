@@ -78,6 +78,29 @@ async function refusePath(policy: LaunchPolicy, file: string): Promise<string | 
   return `${file}: ${where}not under --allow (${policy.allow.join(', ')})`;
 }
 
+/**
+ * Why the agent refuses the job's checkpoint directory, or null when it lies under an `--allow`
+ * path: agents list and prune (delete) checkpoints there. It may not exist yet: its nearest
+ * existing parent is resolved.
+ */
+async function refuseDir(policy: LaunchPolicy, dir: string): Promise<string | null> {
+  if (!path.isAbsolute(dir)) return `checkpoint dir ${dir}: not an absolute path`;
+  let existing = path.resolve(dir);
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      const real = path.join(await realpath(existing), ...rest);
+      if (policy.allow.some((a) => isUnder(real, a))) return null;
+      return `checkpoint dir ${dir}: not under --allow (${policy.allow.join(', ')})`;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || path.dirname(existing) === existing) return `checkpoint dir ${dir}: cannot be resolved on this node (${code ?? String(err)})`;
+      rest.unshift(path.basename(existing));
+      existing = path.dirname(existing);
+    }
+  }
+}
+
 /** Why the agent refuses the submitted variable `name`, or null when it takes it. */
 function refuseEnv(policy: LaunchPolicy, name: string): string | null {
   if (!ENV_NAME.test(name)) return `env ${JSON.stringify(name)}: not a variable name`;
@@ -101,6 +124,8 @@ export async function checkLaunch(policy: LaunchPolicy, launch: Launch, nodeId: 
   // With --no-python the script is the program itself; either way the same path rule applies.
   const scriptProblem = await refusePath(policy, script);
   if (scriptProblem) return `${refuses} ${scriptProblem}`;
+  const dirProblem = launch.checkpointDir === undefined ? null : await refuseDir(policy, launch.checkpointDir);
+  if (dirProblem) return `${refuses} ${dirProblem}`;
   for (const name of Object.keys(launch.env)) {
     const envProblem = refuseEnv(policy, name);
     if (envProblem) return `${refuses} ${envProblem}`;

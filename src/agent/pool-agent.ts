@@ -14,7 +14,7 @@ import { createNodeActivities } from '../../activities/node';
 import { createPoolActivities } from '../../activities/pool';
 import { nodeQueue } from '../../activities/types';
 import { createCheckpointActivities } from '../checkpoints';
-import { departFromPool, poolNodeState, registerWithPool } from '../client/pool';
+import { departFromPool, jobRunning, poolNodeState, registerWithPool, reportJobEnded } from '../client/pool';
 import type { Launch } from '../job/assignment';
 import type { PoolNodeView } from '../pool/decide';
 import type { RegisterRequest } from '../pool/state';
@@ -47,6 +47,8 @@ export interface PoolAgentOptions {
 }
 
 const POLL_MS = 1000;
+/** Every this many polls, a granted node checks that its job still runs. */
+const JOB_CHECK_EVERY = 5;
 /** A register the pool has not recorded after this long is sent again (it is idempotent). */
 const REREGISTER_MS = 10_000;
 
@@ -80,6 +82,7 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     let registeredAt = Date.now();
     console.error(`telastic agent: node ${o.nodeId} (${o.slots} slot(s)) registered with pool ${o.pool}`);
     let last: PoolNodeView | null = null;
+    let polls = 0;
     while (!stopSignal.aborted) {
       await sleep(POLL_MS, stopSignal);
       if (stopSignal.aborted) break;
@@ -94,6 +97,7 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
         last = v;
         // Workers of a job that no longer holds the node (its rounds stop them; this is the backstop).
         await node.stopStale(v.jobId, askedAt, 'the node is no longer granted to their job');
+        if (v.jobId && ++polls % JOB_CHECK_EVERY === 0) await checkJob(v.jobId);
       }
       // Lost (a job lost it, or the lease lapsed) while alive, or not recorded yet: offer it again.
       if ((mine && v.state === 'lost') || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
@@ -108,6 +112,14 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     for (const w of workers) w.shutdown();
     await Promise.allSettled(running);
     await reaper.close();
+  }
+
+  /** A job terminated from outside telastic never gives its nodes back itself: say it for it. */
+  async function checkJob(jobId: string): Promise<void> {
+    const running = await o.connection.withDeadline(Date.now() + 5000, () => jobRunning(opts, jobId)).catch(() => true);
+    if (running) return;
+    console.error(`telastic agent: node ${o.nodeId}: job ${jobId} has ended; telling pool ${o.pool}`);
+    await reportJobEnded(opts, o.pool, jobId).catch((err) => nodeLog.warn({ err: String(err) }, 'report failed'));
   }
 
   /**

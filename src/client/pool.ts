@@ -3,15 +3,15 @@
  * `telastic agent` does), and read a pool's state. Inputs are validated with the schemas the
  * workflows use; a bad input throws an Error whose message is one line naming the field.
  */
-import { Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
 import { jobSpecSchema, parseOrThrow, type JobSpecInput } from '../job/spec';
 import type { PoolNodeView } from '../pool/decide';
-import { departSchema, poolNameSchema, poolWorkflowId, registerSchema, type DepartRequest, type PoolState, type RegisterRequest } from '../pool/state';
+import { departSchema, jobRequestSchema, poolNameSchema, poolWorkflowId, registerSchema, type DepartRequest, type PoolState, type RegisterRequest } from '../pool/state';
 import type { elasticJob } from '../../workflows/job';
 import type { nodePool } from '../../workflows/pool';
-import { poolDepartSignal, poolNodeQuery, poolRegisterSignal, poolStatusQuery } from '../../workflows/pool-messages';
+import { poolDepartSignal, poolJobSignal, poolNodeQuery, poolRegisterSignal, poolStatusQuery } from '../../workflows/pool-messages';
 import { JobInputError, type ClientOptions } from './api';
 
 function client(o: ClientOptions): Client {
@@ -60,6 +60,26 @@ export async function registerWithPool(o: ClientOptions, pool: string, req: Regi
 export async function departFromPool(o: ClientOptions, pool: string, req: DepartRequest): Promise<void> {
   const r = parseOrThrow(departSchema, req, 'depart');
   await client(o).workflow.getHandle(poolWorkflowId(pool)).signal(poolDepartSignal, r);
+}
+
+/**
+ * Tell a pool that a job holding nodes ended without saying so (terminated from the Web UI or
+ * `temporal workflow terminate`, which runs no workflow code): its nodes go back to the pool.
+ * Sent by the job's agents; idempotent.
+ */
+export async function reportJobEnded(o: ClientOptions, pool: string, jobId: string): Promise<void> {
+  const req = parseOrThrow(jobRequestSchema, { jobId, minNodes: 1, maxNodes: 1, slots: 1, done: true }, 'job request');
+  await client(o).workflow.getHandle(poolWorkflowId(pool)).signal(poolJobSignal, req);
+}
+
+/** Whether the job's workflow still runs (false when it ended or does not exist). */
+export async function jobRunning(o: ClientOptions, jobId: string): Promise<boolean> {
+  try {
+    return (await client(o).workflow.getHandle(jobId).describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }
 
 /** One node as its pool sees it: what an agent polls. */

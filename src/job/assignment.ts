@@ -4,6 +4,8 @@ import type { Entrypoint } from './spec';
 export interface Launch {
   entrypoint: Entrypoint;
   env: Record<string, string>;
+  /** The job's checkpoint directory: agents list and prune it, so it too must be allowed. */
+  checkpointDir?: string;
 }
 
 /**

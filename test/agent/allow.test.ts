@@ -111,6 +111,21 @@ describe('checkLaunch: the script', () => {
   });
 });
 
+describe('checkLaunch: the checkpoint directory (agents list and prune it)', () => {
+  const withDir = (dir: string): Launch => ({ ...launch(path.join(train, 'sub', 'ok.py')), checkpointDir: dir });
+
+  it('takes a directory under --allow, also one that does not exist yet', async () => {
+    expect(await checkLaunch(await policy(), withDir(path.join(train, 'ckpt', 'run-1')), 'n3')).toBeNull();
+  });
+
+  it('refuses one outside, also through a symlink inside or a not-yet-existing path under it', async () => {
+    const p = await policy();
+    expect(await checkLaunch(p, withDir(outside), 'n3')).toBe(`agent n3 refuses checkpoint dir ${outside}: not under --allow (${train})`);
+    expect(await checkLaunch(p, withDir(path.join(train, 'outlink', 'new')), 'n3')).toMatch(/refuses checkpoint dir .*outlink\/new: not under --allow/);
+    expect(await checkLaunch(p, withDir('ckpt'), 'n3')).toBe('agent n3 refuses checkpoint dir ckpt: not an absolute path');
+  });
+});
+
 describe('checkLaunch: the environment', () => {
   const ok = () => path.join(train, 'sub', 'ok.py');
 

@@ -13,12 +13,13 @@ import { cancelJob } from '../../src/client/api';
 import { submitJob } from '../../src/client/pool';
 import type { JobSpecInput } from '../../src/job/spec';
 import { testAddress } from '../setup/temporal';
-import { BIN, WORKER, alive, e2eSuite, finish, owners, poolState, recordedPids, status, testPool, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { BIN, WORKER, alive, e2eSuite, finish, owners, poolState, recordedEnvs, recordedPids, status, testPool, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
 
 const e2e = e2eSuite();
 const pool = testPool('pool', e2e.agents, [path.dirname(WORKER)]);
 const FAST = { heartbeatTimeoutMs: 3000, lastCallTimeoutMs: 1000, joinTimeoutMs: 60_000, prepareTimeoutMs: 3000 };
 const nodes = ['pool-n1', 'pool-n2', 'pool-n3'];
+const AGENT_FLAGS = ['--nproc', '1', '--allow-env', 'POOLTEST_*'];
 const agents = new Map<string, Agent>();
 let controller: Agent;
 
@@ -33,7 +34,7 @@ const jobNodes = async (job: string) => Object.entries(owners(await poolState(e2
 
 beforeAll(async () => {
   controller = pool.controller();
-  for (const n of nodes) agents.set(n, pool.agent(n, ['--nproc', '1']));
+  for (const n of nodes) agents.set(n, pool.agent(n, AGENT_FLAGS));
   await waitFor('3 free nodes', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 3);
 });
 
@@ -66,12 +67,14 @@ test('two jobs share three agents; the second grows into the first one\'s nodes 
 });
 
 const outSdk = tmpDir('pool-sdk');
-const sdkJob = spec('pool-sdk', outSdk, 1, 1);
+const sdkJob = { ...spec('pool-sdk', outSdk, 1, 1), env: { POOLTEST_FLAG: 'on' } };
 
-test('a job started with the plain SDK call runs, on the node left free', async () => {
+test('a job started with the plain SDK call runs, on the node left free, with its --env', async () => {
   await new Client({ connection: e2e.conn }).workflow.start('elasticJob', { taskQueue: pool.taskQueue, workflowId: sdkJob.jobId, args: [sdkJob] });
-  await waitForRound(e2e.conn, sdkJob.jobId, (x) => x.worldSize === 1);
+  const s = await waitForRound(e2e.conn, sdkJob.jobId, (x) => x.worldSize === 1);
   expect(await jobNodes(sdkJob.jobId)).toHaveLength(1);
+  const envs = await waitFor('the worker\'s environment', () => [...recordedEnvs(outSdk).values()].at(0));
+  expect(envs).toMatchObject({ POOLTEST_FLAG: 'on', TELASTIC_JOB_ID: sdkJob.jobId, TELASTIC_ROUND: String(s.round), WORLD_SIZE: '1' });
 });
 
 test('kill -9 of an agent: its job shrinks and the pool marks the node lost; started again, it is granted back', async () => {
@@ -80,7 +83,7 @@ test('kill -9 of an agent: its job shrinks and the pool marks the node lost; sta
   await waitForRound(e2e.conn, jobB, (s) => s.worldSize === 1 && !s.nodes.some((n) => n.nodeId === victim && n.state === 'running'));
   await waitFor(`${victim} lost`, async () => owners(await poolState(e2e.conn, pool.name))[victim] === 'lost');
 
-  agents.set(victim, pool.agent(victim, ['--nproc', '1']));
+  agents.set(victim, pool.agent(victim, AGENT_FLAGS));
   const back = await waitForRound(e2e.conn, jobB, (s) => s.worldSize === 2 && s.nodes.some((n) => n.nodeId === victim && n.state === 'running'));
   expect(back.restarts).toBe(1); // the lost node, once
   expect(await jobNodes(jobB)).toContain(victim);
@@ -130,6 +133,18 @@ test('a script outside the agents\' --allow: the job fails at once naming the ag
   expect(err?.message).toMatch(new RegExp(`^agent pool-n\\d refuses ${evil.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not under --allow`));
   await waitFor('3 free nodes', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 3);
   for (const a of agents.values()) expect(a.proc.exitCode).toBeNull();
+});
+
+test('a job terminated from outside telastic (no workflow code runs) still gives its nodes back', async () => {
+  const out = tmpDir('pool-term');
+  const s = spec('pool-term', out, 3, 3);
+  const handle = await submitJob(opts(), s);
+  await waitForRound(e2e.conn, s.jobId, (x) => x.worldSize === 3);
+  await waitFor('its 3 workers', () => recordedPids(out).length === 3);
+  await handle.terminate('an operator gave up on it');
+  // Its agents notice (they check their job every few seconds) and tell the pool.
+  await waitFor('3 free nodes', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 3, 30_000);
+  await waitFor('its workers stopped', () => recordedPids(out).filter(alive).length === 0, 15_000);
 });
 
 test('SIGTERM: each agent leaves the pool and exits 0', async () => {
