@@ -7,3 +7,7 @@ export type { JobStatus, NodeStatus } from './job/status';
 export { joinUpdate, leaveSignal, drainUpdate, drainSignal, scaleUpdate, scaleSignal, cancelSignal, statusQuery, nodeQuery, lobbySignal } from '../workflows/messages';
 export type { LobbyEvent, NodeView } from '../workflows/messages';
 export { CONTROL_QUEUE, nodeQueue } from '../activities/types';
+export { submitJob, getPoolStatus, registerWithPool, departFromPool, poolNodeState, reportJobEnded } from './client/pool';
+export { poolNameSchema, registerSchema, jobRequestSchema, poolWorkflowId } from './pool/state';
+export type { PoolState, PoolNode, PoolJob, RegisterRequest, JobRequest } from './pool/state';
+export { poolRegisterSignal, poolDepartSignal, poolJobSignal, poolStatusQuery, poolNodeQuery, poolGrantSignal } from '../workflows/pool-messages';
