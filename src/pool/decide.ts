@@ -35,17 +35,19 @@ function update(s: PoolState, nodeId: string, f: (n: PoolNode) => PoolNode | nul
 }
 
 /**
- * An agent registers. A new node is free. The same run of an agent registering again (a lost
- * node that is alive after all) is free again. A new run of a known node (the agent restarted:
- * whatever it ran is gone) is free with its new incarnation; a job that held it learns of the
- * loss from its own heartbeats.
+ * An agent registers. A new node is free. The same run of an agent registering again after its
+ * node was marked lost (its lease lapsed, say through a Temporal outage, but it is alive) goes
+ * back to the job that still holds it, or is free. A new run of a known node (the agent
+ * restarted: whatever it ran is gone) is free with its new incarnation; a job that held it
+ * learns of the loss from its own heartbeats.
  */
 export function register(s: PoolState, req: RegisterRequest, now: number): PoolState {
   const known = s.nodes.find((n) => n.nodeId === req.nodeId);
   const fresh: PoolNode = { ...req, state: 'free', jobId: null, since: now };
   if (!known) return { ...s, nodes: [...s.nodes, fresh] };
-  if (known.incarnation === req.incarnation && known.state !== 'lost') return s; // a repeated register
-  return update(s, req.nodeId, () => fresh);
+  if (known.incarnation !== req.incarnation) return update(s, req.nodeId, () => fresh);
+  if (known.state !== 'lost') return s; // a repeated register
+  return update(s, req.nodeId, (n) => ({ ...n, state: n.jobId ? 'granted' : 'free', since: now }));
 }
 
 /** An agent leaves for good. A free node goes at once; a granted one drains through its job. */
@@ -59,12 +61,16 @@ export function depart(s: PoolState, req: DepartRequest, now: number): { state: 
   return { state: update(s, n.nodeId, () => null), leave: null };
 }
 
-/** The pool's lease on one run of a node's agent ended without a cancel: that agent is gone. */
+/**
+ * The pool's lease on one run of a node's agent ended without a cancel: that agent is gone, or
+ * cut off. A granted node stays its job's (the job judges its own nodes by its own heartbeats and
+ * releases it if it lost it); it is granted to nobody else until its agent registers again.
+ */
 export function leaseLost(s: PoolState, nodeId: string, incarnation: string, now: number): PoolState {
   return update(s, nodeId, (n) => {
     if (n.incarnation !== incarnation || n.state === 'lost') return n;
     if (n.state === 'draining') return null;
-    return { ...n, state: 'lost', jobId: null, since: now };
+    return { ...n, state: 'lost', since: now };
   });
 }
 
@@ -79,13 +85,14 @@ export function jobRequest(s: PoolState, req: JobRequest, now: number): PoolStat
     next = update(next, r.nodeId, (n) => {
       if (n.jobId !== req.jobId) return n;
       if (n.state === 'draining') return null;
-      if (r.reason === 'lost') return { ...n, state: 'lost', jobId: null, since: now };
+      if (r.reason === 'lost' || n.state === 'lost') return { ...n, state: 'lost', jobId: null, since: now };
       return { ...n, state: 'free', jobId: null, since: now };
     });
   }
   const drained = req.release.filter((r) => r.reason === 'drained').map((r) => r.nodeId);
   if (req.done) {
-    next = { ...next, nodes: next.nodes.flatMap((n) => (n.jobId !== req.jobId ? [n] : n.state === 'draining' ? [] : [{ ...n, state: 'free' as const, jobId: null, since: now }])) };
+    const back = (n: PoolNode): PoolNode[] => (n.state === 'draining' ? [] : [{ ...n, state: n.state === 'lost' ? 'lost' : 'free', jobId: null, since: now }]);
+    next = { ...next, nodes: next.nodes.flatMap((n) => (n.jobId !== req.jobId ? [n] : back(n))) };
     return { ...next, jobs: next.jobs.filter((j) => j.jobId !== req.jobId), ended: [...next.ended, req.jobId].slice(-ENDED_KEPT) };
   }
   const { jobId, minNodes, maxNodes, slots } = req;
@@ -96,9 +103,9 @@ export function jobRequest(s: PoolState, req: JobRequest, now: number): PoolStat
   return { ...next, jobs: known ? next.jobs.map((j) => (j.jobId === jobId ? job : j)) : [...next.jobs, job] };
 }
 
-/** Nodes a job holds: granted to it, or draining out of it. */
+/** Nodes a job holds: granted to it, draining out of it, or lost by the pool but not by the job. */
 export function held(s: PoolState, jobId: string): PoolNode[] {
-  return s.nodes.filter((n) => n.jobId === jobId && (n.state === 'granted' || n.state === 'draining'));
+  return s.nodes.filter((n) => n.jobId === jobId && n.state !== 'free');
 }
 
 /** Give free nodes to jobs: minimums first in arrival order, then growth to maximums. */

@@ -8,7 +8,8 @@
  *   draining  its agent is leaving (SIGTERM) while granted: the job was told, and the node goes
  *             once the job releases it.
  *   lost      its agent stopped answering (lease heartbeat) or the job that held it lost it. An
- *             agent that is alive registers again and the node is free once more.
+ *             agent that is alive registers again and the node is free once more, or granted
+ *             again to the job that kept it (`jobId` stays while that job has not released it).
  */
 import { z } from 'zod';
 

@@ -96,10 +96,10 @@ export interface TestPool {
   agent(nodeId: string, extra?: string[], env?: NodeJS.ProcessEnv): Agent;
 }
 
-export function testPool(name: string, agents: Agent[], allow: string[]): TestPool {
+export function testPool(name: string, agents: Agent[], allow: string[], address = testAddress()): TestPool {
   const pool = uniqueJobId(name);
   const taskQueue = `tq-${pool}`;
-  const conn = ['--address', testAddress(), '--task-queue', taskQueue];
+  const conn = ['--address', address, '--task-queue', taskQueue];
   return {
     name: pool,
     taskQueue,

@@ -3,12 +3,13 @@
  * `telastic run` agents; `drain` and `scale` sent while no coordinator runs are recorded at once
  * and applied when a controller returns.
  */
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
+import { submitJob } from '../../src/client/pool';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { freePort } from '../../src/temporal/ports';
 import { startPrivateServer, stopPrivateServers, testAddress } from '../setup/temporal';
-import { BIN, FAST_RDZV, WORKER, finish, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { BIN, FAST_RDZV, WORKER, alive, finish, owners, poolState, recordedPids, startAgent, status, stopAll, testPool, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
 
 const agents: Agent[] = [];
 const controllers: ChildProcess[] = [];
@@ -107,6 +108,53 @@ test('the server killed for 10 s during a rendezvous and started again on its da
     expect(count(CONNECTED, a.output())).toBe(count(WAITING, a.output()));
     expectCleanOutput(a);
   }
+});
+
+test('a pool agent and its job ride out the server killed for 10 s (longer than the pool\'s lease timeout); the agent then takes the next job', async () => {
+  const port = await freePort();
+  const dbFile = path.join(tmpDir('pool-db'), 'temporal.db');
+  let server = await startPrivateServer({ port, dbFile });
+  const pool = testPool('outage-pool', agents, [path.dirname(WORKER)], server.address);
+  pool.controller();
+  const agent = pool.agent('outage-n1', ['--nproc', '1']);
+  const conn = await connectTo(server.address);
+  const opts = { connection: conn, taskQueue: pool.taskQueue };
+  const job = (name: string, out: string) => ({
+    jobId: uniqueJobId(name), pool: pool.name, minNodes: 1, maxNodes: 1, nprocPerNode: 1,
+    // The job's heartbeat timeout outlasts the outage; the pool's lease (3 s) does not: the pool
+    // marks the node lost, and it must not take the node from the job that still runs on it.
+    entrypoint: { script: WORKER, args: ['--out', out] }, rdzv: { heartbeatTimeoutMs: 30_000, lastCallTimeoutMs: 1000, prepareTimeoutMs: 3000 }, shutdownTimeoutMs: 3000,
+  });
+  const out = tmpDir('pool-outage');
+  const first = job('pool-outage', out);
+  await submitJob(opts, first);
+  const before = await waitForRound(conn, first.jobId, (s) => s.worldSize === 1);
+  await waitFor('its worker', () => recordedPids(out, before.round).length === 1);
+  const pids = recordedPids(out, before.round);
+
+  server.kill('SIGKILL');
+  await server.exited;
+  await sleep(OUTAGE_MS);
+  expect(agent.proc.exitCode).toBeNull();
+  expect(pids.filter(alive)).toEqual(pids);
+  server = await startPrivateServer({ port, dbFile });
+  const conn2 = await connectTo(server.address);
+  const after = await waitForRound(conn2, first.jobId, () => true, 60_000);
+  expect(after).toMatchObject({ round: before.round, restarts: 0 });
+  // The agent registers again (its lease lapsed) and the pool gives the node back to the job.
+  await waitFor('the node granted to the job again', async () => owners(await poolState(conn2, pool.name))['outage-n1'] === first.jobId, 30_000);
+  expect(pids.filter(alive)).toEqual(pids);
+  finish(out);
+  await expect(new Client({ connection: conn2 }).workflow.getHandle(first.jobId).result()).resolves.toMatchObject({ restarts: 0 });
+
+  const out2 = tmpDir('pool-outage-next');
+  const next = job('pool-outage-next', out2);
+  await submitJob({ connection: conn2, taskQueue: pool.taskQueue }, next);
+  await waitForRound(conn2, next.jobId, (s) => s.worldSize === 1);
+  finish(out2);
+  await expect(new Client({ connection: conn2 }).workflow.getHandle(next.jobId).result()).resolves.toMatchObject({ restarts: 0 });
+  expect(agent.proc.exitCode).toBeNull();
+  expectCleanOutput(agent);
 });
 
 /** `telastic ARGS…` against the shared server: exit code, stdout+stderr, and how long it took. */

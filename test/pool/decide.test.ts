@@ -111,6 +111,20 @@ describe('agents', () => {
     expect(s.nodes).toEqual([]);
   });
 
+  it('keeps a node whose lease lapsed its job\'s until the job lets it go; its agent, back, returns to that job', () => {
+    let s = allocate(jobRequest(pool('n1', 'n2'), want('A', 1, 1), 1), 2).state;
+    s = leaseLost(s, 'n1', 'i1', 3); // a Temporal outage longer than the lease's heartbeat timeout, say
+    expect(poolNodeView(s, 'n1')).toEqual({ state: 'lost', jobId: 'A', incarnation: 'i1' });
+    expect(held(s, 'A').map((n) => n.nodeId)).toEqual(['n1']);
+    s = jobRequest(s, want('B', 1, 1), 4);
+    expect(allocate(s, 5).grants).toEqual([{ jobId: 'B', nodes: [{ nodeId: 'n2', address: 'n2.local', slots: 2 }] }]);
+    expect(poolNodeView(register(s, node('n1'), 6), 'n1')).toEqual({ state: 'granted', jobId: 'A', incarnation: 'i1' });
+    // The job let it go meanwhile: lost to everyone until its agent registers again, then free.
+    s = jobRequest(s, want('A', 1, 1, { release: [{ nodeId: 'n1', reason: 'released' }] }), 7);
+    expect(poolNodeView(s, 'n1')).toEqual({ state: 'lost', jobId: null, incarnation: 'i1' });
+    expect(poolNodeView(register(s, node('n1'), 8), 'n1').state).toBe('free');
+  });
+
   it('ignores a depart or lost lease of an earlier incarnation', () => {
     let s = register(pool('n1'), node('n1', 2, 'i2'), 1);
     expect(depart(s, { nodeId: 'n1', incarnation: 'i1' }, 2).state).toBe(s);
