@@ -128,9 +128,15 @@ test('a script outside the agents\' --allow: the job fails at once naming the ag
   mkdirSync(dir, { recursive: true });
   const evil = path.join(dir, 'evil.py');
   writeFileSync(evil, 'print("should never run")\n');
-  const handle = await submitJob(opts(), spec('pool-evil', dir, 1, 1, evil));
-  const err = await handle.result().then(() => null, (e: { cause?: Error }) => e.cause);
-  expect(err?.message).toMatch(new RegExp(`^agent pool-n\\d refuses ${evil.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not under --allow`));
+  // `submit --wait` follows the job and exits as `telastic run` would: 1, with the root cause.
+  const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, 'submit', '--wait', '--pool', pool.name, '--address', testAddress(), '--task-queue', pool.taskQueue, evil], (err, _out, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
+    });
+  });
+  expect(r.code).toBe(1);
+  const escaped = evil.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  expect(r.stderr).toMatch(new RegExp(`telastic: job job-[0-9a-f]{8} failed: agent pool-n\\d refuses ${escaped}: not under --allow`));
   await waitFor('3 free nodes', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 3);
   for (const a of agents.values()) expect(a.proc.exitCode).toBeNull();
 });
