@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { submitJob } from '../../src/client/pool';
 import { testAddress } from '../setup/temporal';
-import { ROOT, alive, startAgent, status, testPool, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite, type Agent } from './harness';
+import { ROOT, alive, startAgent, status, stopAll, testPool, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite, type Agent } from './harness';
 
 const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const TRAIN = path.join(ROOT, 'examples', 'train.py');
@@ -97,17 +97,21 @@ test('submitted to a pool of 2 agents (--nproc 2): the same final weights as und
   // Compared with the previous test's run; run alone (jest -t), it makes its own.
   const reference = runFinal ?? path.join((await runToCompletion()).dir, 'final.json');
   const pool = testPool('torch-pool', agents, [path.dirname(TRAIN)]);
-  pool.controller();
-  for (const n of ['tpool-a', 'tpool-b']) pool.agent(n, ['--nproc', '2'], env);
+  // Stopped when the job ends, so that the next tests' training does not share the CPUs with them.
+  const procs = [pool.controller(), ...['tpool-a', 'tpool-b'].map((n) => pool.agent(n, ['--nproc', '2'], env))];
   const dir = tmpDir('torch-pool');
   const final = path.join(dir, 'final.json');
-  const handle = await submitJob({ connection: e2e.conn, taskQueue: pool.taskQueue }, {
-    jobId: uniqueJobId('torch-pool'), pool: pool.name, minNodes: 2, maxNodes: 2, nprocPerNode: 2, maxRestarts: 3,
-    checkpointDir: path.join(dir, 'ckpt'), shutdownTimeoutMs: 3000,
-    rdzv: { heartbeatTimeoutMs: 3000, lastCallTimeoutMs: 1000, prepareTimeoutMs: 3000 },
-    entrypoint: { script: TRAIN, args: ['--steps', String(COMPLETION_STEPS), '--ckpt-every', String(CKPT_EVERY), '--step-time', '0', '--final', final] },
-  });
-  await expect(handle.result()).resolves.toMatchObject({ restarts: 0, worldSize: 4 });
+  try {
+    const handle = await submitJob({ connection: e2e.conn, taskQueue: pool.taskQueue }, {
+      jobId: uniqueJobId('torch-pool'), pool: pool.name, minNodes: 2, maxNodes: 2, nprocPerNode: 2, maxRestarts: 3,
+      checkpointDir: path.join(dir, 'ckpt'), shutdownTimeoutMs: 3000,
+      rdzv: { heartbeatTimeoutMs: 3000, lastCallTimeoutMs: 1000, prepareTimeoutMs: 3000 },
+      entrypoint: { script: TRAIN, args: ['--steps', String(COMPLETION_STEPS), '--ckpt-every', String(CKPT_EVERY), '--step-time', '0', '--final', final] },
+    });
+    await expect(handle.result()).resolves.toMatchObject({ restarts: 0, worldSize: 4 });
+  } finally {
+    await stopAll(procs);
+  }
   expect(JSON.parse(readFileSync(final, 'utf8'))).toMatchObject({ step: 60, world_size: 4 });
   expect(maxWeightDiff(final, reference)).toBeLessThan(1e-4);
 });
