@@ -1,13 +1,15 @@
 /**
  * Real PyTorch (CPU, gloo): examples/train.py, unmodified, on 2 nodes × 2 processes with
- * --checkpoint-dir. Progress lines `step world_size time` come from rank 0 (--progress).
+ * --checkpoint-dir, under `telastic run` and submitted to a pool of `telastic agent`s. Progress
+ * lines `step world_size time` come from rank 0 (--progress).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { submitJob } from '../../src/client/pool';
 import { testAddress } from '../setup/temporal';
-import { ROOT, alive, startAgent, status, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite, type Agent } from './harness';
+import { ROOT, alive, startAgent, status, stopAll, testPool, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite, type Agent } from './harness';
 
 const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const TRAIN = path.join(ROOT, 'examples', 'train.py');
@@ -59,22 +61,59 @@ function expectResumedFromCheckpoint(lines: { step: number; world: number }[], w
   expect(before - resumedAt).toBeGreaterThanOrEqual(0);
 }
 
-test('to completion: final weights equal a single-process run on the same data and global batch', async () => {
-  const j = newJob('torch-ref', 60, 0);
+/** Largest absolute difference between two final.json files' weights (of equal shape). */
+function maxWeightDiff(fileA: string, fileB: string): number {
+  const [a, b] = [fileA, fileB].map((f) => (JSON.parse(readFileSync(f, 'utf8')).weights as number[][]).flat());
+  expect(a).toHaveLength(b.length);
+  return Math.max(...a.map((x, i) => Math.abs(x - b[i])));
+}
+
+const COMPLETION_STEPS = 60;
+/** final.json of the 60-step job under `telastic run`; set by runToCompletion, reused by the pool test. */
+let runFinal: string | undefined;
+
+/** The 60-step DDP job (step time 0) on 2 `telastic run` nodes × 2 processes, to its end. */
+async function runToCompletion(): Promise<Job> {
+  const j = newJob('torch-ref', COMPLETION_STEPS, 0);
   const pair = [start(j, 'tref-a', '2'), start(j, 'tref-b', '2')];
   expect(await Promise.all(pair.map((a) => a.exited))).toEqual([0, 0]);
+  runFinal = path.join(j.dir, 'final.json');
+  return j;
+}
+
+test('to completion: final weights equal a single-process run on the same data and global batch', async () => {
+  const j = await runToCompletion();
   const refFile = path.join(j.dir, 'reference.json');
-  await promisify(execFile)(PYTHON, [TRAIN, '--steps', '60', '--ckpt-dir', path.join(j.dir, 'ref-ckpt'), '--final', refFile], { env: { ...process.env, TELASTIC_RESUME_FROM: '' } });
-  const dist = JSON.parse(readFileSync(path.join(j.dir, 'final.json'), 'utf8'));
+  await promisify(execFile)(PYTHON, [TRAIN, '--steps', String(COMPLETION_STEPS), '--ckpt-dir', path.join(j.dir, 'ref-ckpt'), '--final', refFile], { env: { ...process.env, TELASTIC_RESUME_FROM: '' } });
+  const dist = JSON.parse(readFileSync(runFinal!, 'utf8'));
   const ref = JSON.parse(readFileSync(refFile, 'utf8'));
   expect(dist).toMatchObject({ step: 60, world_size: 4 });
   expect(ref).toMatchObject({ step: 60, world_size: 1 });
-  const a = (dist.weights as number[][]).flat();
-  const b = (ref.weights as number[][]).flat();
-  expect(a).toHaveLength(b.length);
-  const maxDiff = Math.max(...a.map((x, i) => Math.abs(x - b[i])));
-  expect(maxDiff).toBeLessThan(1e-4);
-  expect(Math.max(...a.map(Math.abs))).toBeGreaterThan(0.01); // trained, not all zero
+  expect(maxWeightDiff(runFinal!, refFile)).toBeLessThan(1e-4);
+  expect(Math.max(...(dist.weights as number[][]).flat().map(Math.abs))).toBeGreaterThan(0.01); // trained, not all zero
+});
+
+test('submitted to a pool of 2 agents (--nproc 2): the same final weights as under telastic run', async () => {
+  // Compared with the previous test's run; run alone (jest -t), it makes its own.
+  const reference = runFinal ?? path.join((await runToCompletion()).dir, 'final.json');
+  const pool = testPool('torch-pool', agents, [path.dirname(TRAIN)]);
+  // Stopped when the job ends, so that the next tests' training does not share the CPUs with them.
+  const procs = [pool.controller(), ...['tpool-a', 'tpool-b'].map((n) => pool.agent(n, ['--nproc', '2'], env))];
+  const dir = tmpDir('torch-pool');
+  const final = path.join(dir, 'final.json');
+  try {
+    const handle = await submitJob({ connection: e2e.conn, taskQueue: pool.taskQueue }, {
+      jobId: uniqueJobId('torch-pool'), pool: pool.name, minNodes: 2, maxNodes: 2, nprocPerNode: 2, maxRestarts: 3,
+      checkpointDir: path.join(dir, 'ckpt'), shutdownTimeoutMs: 3000,
+      rdzv: { heartbeatTimeoutMs: 3000, lastCallTimeoutMs: 1000, prepareTimeoutMs: 3000 },
+      entrypoint: { script: TRAIN, args: ['--steps', String(COMPLETION_STEPS), '--ckpt-every', String(CKPT_EVERY), '--step-time', '0', '--final', final] },
+    });
+    await expect(handle.result()).resolves.toMatchObject({ restarts: 0, worldSize: 4 });
+  } finally {
+    await stopAll(procs);
+  }
+  expect(JSON.parse(readFileSync(final, 'utf8'))).toMatchObject({ step: 60, world_size: 4 });
+  expect(maxWeightDiff(final, reference)).toBeLessThan(1e-4);
 });
 
 test('kill -9 of one node: the job shrinks, resumes from the last checkpoint and finishes', async () => {
