@@ -36,11 +36,12 @@ for _ in $(seq 1 120); do grep -q '^Temporal server' "$WORK/dev.log" && break; s
 grep -q '^Temporal server' "$WORK/dev.log" || { cat "$WORK/dev.log"; exit 1; }
 grep -E '^(Temporal server|Web UI)' "$WORK/dev.log"
 
-# Each agent runs submitted scripts only under examples/, with its own interpreter.
+# Each agent runs submitted scripts only under examples/, and keeps checkpoints only under this
+# run's directory (it lists and prunes them there), with its own interpreter.
 for n in 1 2 3; do
   PYTHON_EXEC="$PWD/.venv/bin/python" TELASTIC_STATE_DIR="$WORK/state/demo-n$n" \
     node bin/telastic.js agent --pool demo --node-id "demo-n$n" --local-addr 127.0.0.1 --nproc 1 \
-      --allow "$PWD/examples" --shutdown-timeout 5 --address "$ADDR" >"$WORK/agent-n$n.log" 2>&1 &
+      --allow "$PWD/examples" "$WORK" --shutdown-timeout 5 --address "$ADDR" >"$WORK/agent-n$n.log" 2>&1 &
   AGENTS+=($!)
 done
 pool() { telastic pool demo --address "$ADDR" 2>/dev/null; }

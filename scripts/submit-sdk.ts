@@ -18,8 +18,6 @@ async function main([address, pool, jobId, checkpointDir, script, ...args]: stri
     const spec: JobSpecInput & { pool: string } = {
       jobId, pool, minNodes: 1, maxNodes: 2, nprocPerNode: 1, maxRestarts: 3,
       checkpointDir: path.resolve(checkpointDir), entrypoint: { script: path.resolve(script), args },
-      // A first round short of maxNodes waits this long for more (torchrun's default is 30 s).
-      rdzv: { lastCallTimeoutMs: 2000 },
     };
     await new Client({ connection }).workflow.start('elasticJob', { taskQueue: 'telastic', workflowId: jobId, args: [spec] });
     console.log(jobId);

@@ -189,8 +189,8 @@ function applyLobbyEvent(state: JobState, e: LobbyEvent, now: number): JobState 
 
 /**
  * Wait until at least minNodes are available, failing after join_timeout below it. A round
- * formed from scratch (or after waiting below min) runs a last call for more nodes; a round
- * of known survivors closes at once.
+ * formed from scratch (or after waiting below min) runs a last call for more nodes, unless the
+ * job's nodes come from a pool; a round of known survivors closes at once.
  */
 async function gather(get: () => JobState, set: (s: JobState) => void, fail: (r: string, f: Failure | null) => never): Promise<void> {
   let lastCall = get().members.length === 0;
@@ -208,7 +208,9 @@ async function gather(get: () => JobState, set: (s: JobState) => void, fail: (r:
   }
   set({ ...get(), phase: 'rendezvous', belowMinSince: null });
   publish(get());
-  if (lastCall && get().spec.rdzv.lastCallTimeoutMs > 0) {
+  // A pool grants every free node it can at once; more come later without a restart's cost, so a
+  // pool job does not hold its first round for a last call.
+  if (lastCall && !get().spec.pool && get().spec.rdzv.lastCallTimeoutMs > 0) {
     await wf.condition(() => d.available(get()) >= get().spec.maxNodes || get().cancelRequested, get().spec.rdzv.lastCallTimeoutMs);
   }
 }

@@ -96,10 +96,11 @@ test('to completion: final weights equal a single-process run on the same data a
 test('submitted to a pool of 2 agents (--nproc 2): the same final weights as under telastic run', async () => {
   // Compared with the previous test's run; run alone (jest -t), it makes its own.
   const reference = runFinal ?? path.join((await runToCompletion()).dir, 'final.json');
-  const pool = testPool('torch-pool', agents, [path.dirname(TRAIN)]);
+  const dir = tmpDir('torch-pool');
+  // The agents run the examples and keep the job's checkpoints (they list and prune them) in dir.
+  const pool = testPool('torch-pool', agents, [path.dirname(TRAIN), dir]);
   // Stopped when the job ends, so that the next tests' training does not share the CPUs with them.
   const procs = [pool.controller(), ...['tpool-a', 'tpool-b'].map((n) => pool.agent(n, ['--nproc', '2'], env))];
-  const dir = tmpDir('torch-pool');
   const final = path.join(dir, 'final.json');
   try {
     const handle = await submitJob({ connection: e2e.conn, taskQueue: pool.taskQueue }, {
