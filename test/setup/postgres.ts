@@ -1,0 +1,94 @@
+/**
+ * A throwaway PostgreSQL 15 cluster for one test file: `initdb` into a temp dir, `pg_ctl start` on
+ * a free loopback port with its unix socket in that dir and `fsync=off`. `stop()`/`start()` take
+ * it down and up again on the same data dir and port (an outage); `destroy()` stops and deletes it.
+ *
+ * Binaries: `$PG_BINDIR`, else `pg_config --bindir`, else /usr/lib/postgresql/15/bin.
+ * As root, initdb and postgres refuse to run, so every command runs through `setpriv` as the
+ * `postgres` user (else `nobody`), and the temp dir is handed to that user first.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../src/temporal/ports';
+
+const run = promisify(execFile);
+
+export interface TestPostgres {
+  /** `postgres://postgres@127.0.0.1:PORT/postgres` (trust auth, no password). */
+  url: string;
+  /** `pg_ctl stop -m fast`: connections drop and new ones are refused until `start()`. */
+  stop(): Promise<void>;
+  /** Starts it again on the same data dir and port. */
+  start(): Promise<void>;
+  /** Stops it (if running) and deletes its temp dir. */
+  destroy(): Promise<void>;
+}
+
+export async function startPostgres(): Promise<TestPostgres> {
+  const bin = binDir();
+  const as = runAs();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'telastic-pg-'));
+  if (as) chownSync(dir, as.uid, as.gid);
+  const data = path.join(dir, 'data');
+  const port = await freePort();
+  const pg = (tool: string, args: string[]) => command(as, path.join(bin, tool), args, dir);
+
+  await pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-locale', '-E', 'UTF8', '--no-sync']);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c shared_buffers=16MB`;
+  const start = () => pg('pg_ctl', ['start', '-w', '-D', data, '-l', path.join(dir, 'postgres.log'), '-o', options]);
+  const stop = () => pg('pg_ctl', ['stop', '-w', '-m', 'fast', '-D', data]);
+  await start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start,
+    stop,
+    async destroy() {
+      if (existsSync(path.join(data, 'postmaster.pid'))) await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function binDir(): string {
+  const candidates = [process.env.PG_BINDIR, pgConfigBinDir(), '/usr/lib/postgresql/15/bin'].filter((d): d is string => !!d);
+  const found = candidates.find((d) => existsSync(path.join(d, 'initdb')) && existsSync(path.join(d, 'pg_ctl')));
+  if (!found) throw new Error(`PostgreSQL 15 initdb/pg_ctl: not found in ${candidates.join(', ')} (install postgresql-15 or set PG_BINDIR)`);
+  return found;
+}
+
+function pgConfigBinDir(): string | undefined {
+  try {
+    return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The unprivileged user to run as when we are root (initdb refuses root), else null. */
+function runAs(): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  for (const user of ['postgres', 'nobody']) {
+    try {
+      const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+      return { uid: id('-u'), gid: id('-g') };
+    } catch {}
+  }
+  throw new Error('running as root: initdb refuses root and neither user postgres nor nobody exists to run it as');
+}
+
+async function command(as: { uid: number; gid: number } | null, file: string, args: string[], cwd: string): Promise<void> {
+  const [cmd, argv] = as
+    ? ['setpriv', [`--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', '--', file, ...args]]
+    : [file, args];
+  try {
+    await run(cmd, argv, { cwd, env: { ...process.env, LC_ALL: 'C' }, timeout: 60_000 });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    const line = (e.stderr ?? '').trim().split('\n').pop() || e.message;
+    const tool = path.basename(file);
+    throw new Error(`${tool === 'pg_ctl' ? `pg_ctl ${args[0]}` : tool}: ${line}`);
+  }
+}
