@@ -7,7 +7,7 @@
  * As root, initdb and postgres refuse to run, so every command runs through `setpriv` as the
  * `postgres` user (else `nobody`), and the temp dir is handed to that user first.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,12 +40,18 @@ export async function startPostgres(): Promise<TestPostgres> {
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c shared_buffers=16MB`;
   const start = () => pg('pg_ctl', ['start', '-w', '-D', data, '-l', path.join(dir, 'postgres.log'), '-o', options]);
   const stop = () => pg('pg_ctl', ['stop', '-w', '-m', 'fast', '-D', data]);
+  // A test process that dies without destroy() must not leave a postgres behind on a shared
+  // machine (jest's sandboxed `process` runs no 'exit' handler): a watchdog stops it then.
+  const watchdog = watch(dir, asUser(as, path.join(bin, 'pg_ctl'), ['stop', '-m', 'immediate', '-D', data]));
   await start();
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start,
     stop,
     async destroy() {
+      try {
+        process.kill(-watchdog.pid!, 'SIGKILL');
+      } catch {}
       if (existsSync(path.join(data, 'postmaster.pid'))) await stop();
       rmSync(dir, { recursive: true, force: true });
     },
@@ -80,9 +86,7 @@ function runAs(): { uid: number; gid: number } | null {
 }
 
 async function command(as: { uid: number; gid: number } | null, file: string, args: string[], cwd: string): Promise<void> {
-  const [cmd, argv] = as
-    ? ['setpriv', [`--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', '--', file, ...args]]
-    : [file, args];
+  const [cmd, argv] = asUser(as, file, args);
   try {
     await run(cmd, argv, { cwd, env: { ...process.env, LC_ALL: 'C' }, timeout: 60_000 });
   } catch (err) {
@@ -91,4 +95,17 @@ async function command(as: { uid: number; gid: number } | null, file: string, ar
     const tool = path.basename(file);
     throw new Error(`${tool === 'pg_ctl' ? `pg_ctl ${args[0]}` : tool}: ${line}`);
   }
+}
+
+/** The command line that runs `file args` as `as` (through setpriv), or as we are. */
+function asUser(as: { uid: number; gid: number } | null, file: string, args: string[]): [string, string[]] {
+  return as ? ['setpriv', [`--reuid=${as.uid}`, `--regid=${as.gid}`, '--clear-groups', '--', file, ...args]] : [file, args];
+}
+
+/** A detached shell that, once this process is gone, runs `stop` and deletes `dir` (checks every 2 s). */
+function watch(dir: string, [cmd, argv]: [string, string[]]): ChildProcess {
+  const script = 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; dir=$2; shift 2; "$@"; rm -rf "$dir"';
+  const child = spawn('sh', ['-c', script, 'watchdog', String(process.pid), dir, cmd, ...argv], { detached: true, stdio: 'ignore' });
+  child.unref();
+  return child;
 }
