@@ -6,6 +6,7 @@
  */
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { CheckpointActivities } from '../src/checkpoints/types';
+import type { LedgerRecord } from '../src/ledger/records';
 
 export interface PrepareInput {
   jobId: string;
@@ -50,6 +51,16 @@ export interface PoolActivities {
    */
   holdNode(input: { pool: string; nodeId: string; incarnation: string }): Promise<void>;
 }
+
+/** The ledger's activities (activities/ledger.ts), on LEDGER_QUEUE: only processes with a database serve it. */
+export interface LedgerActivities {
+  /** Answers at once: a ledger is recording. */
+  ledgerProbe(): Promise<void>;
+  /** Write records idempotently (keyed by job and seq); returns how many were new. */
+  recordLedger(records: LedgerRecord[]): Promise<number>;
+}
+
+export const LEDGER_QUEUE = 'telastic.ledger';
 
 /** The failure type of a node activity whose (pool) agent refuses the job's command. */
 export const NOT_ALLOWED = 'NotAllowed';

@@ -5,3 +5,4 @@ export { prepareGroup, runGroup } from './group';
 export { jobLobby } from './lobby';
 export { nodePool } from './pool';
 export type { PoolInput } from './pool';
+export { ledgerOutbox } from './ledger';

@@ -15,6 +15,7 @@ import { runRound, prepareRound } from './round';
 import { publish } from './publish';
 import { applyGrant, dropSpares, leavePool, linkToPool } from './pool-link';
 import { poolGrantSignal } from './pool-messages';
+import { handOff, keepLedger, ledgerAvailable } from './ledger';
 import type { z } from 'zod';
 
 export interface JobInput {
@@ -133,6 +134,14 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
   let ended = false;
   // Not cancellable: a cancelled job still gives its nodes back (leavePool), then the link ends.
   const link = pool ? wf.CancellationScope.nonCancellable(() => linkToPool(pool, get, set, () => ended)) : Promise.resolve();
+  // The ledger, in the background: the job never waits on it (workflows/ledger.ts).
+  void wf.CancellationScope.nonCancellable(async () => {
+    if (state.ledger === undefined) {
+      if (input.state || !wf.patched('ledger') || !(await ledgerAvailable())) return;
+      state = { ...state, ledger: { cursor: null, outbox: [] } };
+    }
+    await keepLedger(get, set, () => ended);
+  });
   try {
     for (;;) {
       throwIfCancelled();
@@ -169,8 +178,12 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
     throw err;
   } finally {
     ended = true;
-    // Not on continue-as-new (which throws out of continueAsNew): the next run keeps the nodes.
-    if (pool && FINAL_PHASES.includes(state.phase)) await leavePool(pool, state);
+    // Not on continue-as-new (which throws out of continueAsNew): the next run keeps the nodes
+    // and the outbox.
+    if (FINAL_PHASES.includes(state.phase)) {
+      if (pool) await leavePool(pool, state);
+      await wf.CancellationScope.nonCancellable(() => handOff(get, set));
+    }
   }
 }
 

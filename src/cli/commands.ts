@@ -12,6 +12,7 @@ import type { JobStatus } from '../job/status';
 import { getPoolStatus } from '../client/pool';
 import type { PoolState } from '../pool/state';
 import { startController } from '../controller';
+import { openLedger } from '../ledger/open';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
@@ -134,8 +135,9 @@ export function registerCommands(program: Command): void {
         process.off('SIGINT', abort);
         process.off('SIGTERM', abort);
       }
-      const controller = await startController(native, co.namespace, flags.taskQueue);
-      console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})`);
+      const ledger = process.env.DATABASE_URL ? await openLedger(process.env.DATABASE_URL) : undefined;
+      const controller = await startController(native, co.namespace, flags.taskQueue, ledger);
+      console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})${ledger ? ', with the ledger (DATABASE_URL)' : ''}`);
       const stop = () => void controller.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

@@ -6,6 +6,7 @@ import { agentCommand, submitCommand } from './pool-commands';
 import { registerDevCommand } from './dev';
 import { UsageError } from './errors';
 import { startController } from '../controller';
+import { openLedger } from '../ledger/open';
 import { connectNative } from '../temporal/connect';
 
 /** Commands that parse their own argv (SCRIPT ARGS… pass through untouched). */
@@ -36,7 +37,8 @@ export async function main(argv: string[]): Promise<void> {
     startController: async (address, namespace) => {
       installRuntime();
       const native = await connectNative({ address, namespace });
-      const c = await startController(native, namespace, 'telastic');
+      const ledger = process.env.DATABASE_URL ? await openLedger(process.env.DATABASE_URL) : undefined;
+      const c = await startController(native, namespace, 'telastic', ledger);
       return { shutdown: async () => { await c.shutdown(); await native.close(); } };
     },
   });

@@ -17,6 +17,8 @@
  * one-line reason; nothing is retried behind the user's back.
  */
 import type { JobSpec } from './spec';
+import type { LedgerCursor } from '../ledger/derive';
+import type { LedgerRecord } from '../ledger/records';
 
 export type JobPhase =
   | 'waiting'
@@ -90,6 +92,8 @@ export interface JobState {
   rejected?: Rejection[];
   /** Jobs submitted to a pool: nodes the pool granted that the job has not given back yet. */
   poolNodes?: string[];
+  /** The ledger's outbox (workflows/ledger.ts); absent when no ledger records the job. */
+  ledger?: { cursor: LedgerCursor | null; outbox: LedgerRecord[] };
 }
 
 export interface Rejection {

@@ -1,0 +1,38 @@
+import * as d from '../../src/job/decide';
+import { jobSpecSchema } from '../../src/job/spec';
+import { initialState, type JobState } from '../../src/job/state';
+import { derive, type LedgerCursor } from '../../src/ledger/derive';
+
+const spec = jobSpecSchema.parse({ jobId: 'j', minNodes: 1, maxNodes: 2, nprocPerNode: 2, entrypoint: { script: 't.py', args: [] } });
+const node = (nodeId: string) => ({ nodeId, address: `${nodeId}.local`, slots: 2, joinedAt: 0 });
+const running = (s: JobState, round: number, ...ids: string[]): JobState => ({ ...s, phase: 'running', round, members: ids.map(node), waiting: [] });
+
+function step(c: LedgerCursor | null, s: JobState) {
+  const r = derive(c, s, '2026-01-01T00:00:00.000Z');
+  return { c: r.cursor, kinds: r.records.map((x) => (x.kind === 'nodeEvent' ? `${x.event}:${x.nodeId}` : x.kind)), records: r.records };
+}
+
+test('a job\'s life as records, numbered from 1, each change once', () => {
+  let s = initialState(spec, 0);
+  let r = step(null, s);
+  expect(r.kinds).toEqual(['job']);
+  s = running(s, 1, 'a', 'b');
+  r = step(r.c, s);
+  expect(r.kinds).toEqual(['join:a', 'join:b', 'roundStarted']);
+  expect(step(r.c, s).kinds).toEqual([]); // nothing changed, nothing recorded
+  // Worker failure on b, then b is lost: one round end, one failure, one departure.
+  s = d.applyDeparture({ ...s, phase: 'restarting', pendingFailure: { nodeId: 'b', rank: 3, exitCode: 1, signal: null, message: 'boom', round: 1 } }, 'b', 'lost');
+  r = step(r.c, s);
+  expect(r.kinds).toEqual(['roundEnded', 'failure', 'lost:b']);
+  expect(r.records[0]).toMatchObject({ round: 1, reason: 'failure: boom' });
+  s = d.settleFailure(s).state; // the same failure, now lastFailure: not recorded again
+  s = { ...running(s, 2, 'a'), checkpoint: { path: '/c/1', step: 10, time: 't' } };
+  r = step(r.c, s);
+  expect(r.kinds).toEqual(['checkpoint', 'roundStarted']);
+  expect(r.records[0]).toMatchObject({ chosenForRound: 2 });
+  s = { ...s, phase: 'succeeded' };
+  r = step(r.c, s);
+  expect(r.kinds).toEqual(['roundEnded', 'jobEnded']);
+  expect(r.records.map((x) => x.seq)).toEqual([10, 11]);
+  expect(step(r.c, s).kinds).toEqual([]);
+});
