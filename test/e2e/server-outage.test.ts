@@ -115,7 +115,7 @@ test('a pool agent and its job ride out the server killed for 10 s (longer than 
   const dbFile = path.join(tmpDir('pool-db'), 'temporal.db');
   let server = await startPrivateServer({ port, dbFile });
   const pool = testPool('outage-pool', agents, [path.dirname(WORKER)], server.address);
-  pool.controller();
+  const controller = pool.controller();
   const agent = pool.agent('outage-n1', ['--nproc', '1']);
   const conn = await connectTo(server.address);
   const opts = { connection: conn, taskQueue: pool.taskQueue };
@@ -128,7 +128,10 @@ test('a pool agent and its job ride out the server killed for 10 s (longer than 
   const out = tmpDir('pool-outage');
   const first = job('pool-outage', out);
   await submitJob(opts, first);
-  const before = await waitForRound(conn, first.jobId, (s) => s.worldSize === 1);
+  // Seen once in CI: the first round did not form within 60 s (describe failing); say who said what.
+  const before = await waitForRound(conn, first.jobId, (s) => s.worldSize === 1).catch((err: Error) => {
+    throw new Error(`${err.message}\n--- agent:\n${agent.output().slice(-3000)}\n--- controller:\n${controller.output().slice(-3000)}`);
+  });
   await waitFor('its worker', () => recordedPids(out, before.round).length === 1);
   const pids = recordedPids(out, before.round);
 
