@@ -19,6 +19,7 @@ import type { Launch } from '../job/assignment';
 import type { PoolNodeView } from '../pool/decide';
 import type { RegisterRequest } from '../pool/state';
 import { log } from '../log';
+import { abortableSleep } from '../temporal/retry';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { createReaper, killOrphans } from './workers';
 import type { AgentOutcome } from './agent';
@@ -84,7 +85,7 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     let last: PoolNodeView | null = null;
     let polls = 0;
     while (!stopSignal.aborted) {
-      await sleep(POLL_MS, stopSignal);
+      await abortableSleep(POLL_MS, stopSignal);
       if (stopSignal.aborted) break;
       const askedAt = Date.now();
       const v = await view();
@@ -133,19 +134,7 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     while (sent && Date.now() < deadline) {
       const v = await view();
       if (v && (v.incarnation !== incarnation || v.state === 'unknown')) return;
-      await sleep(200);
+      await abortableSleep(200);
     }
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

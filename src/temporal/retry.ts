@@ -48,7 +48,8 @@ export const LONG_ATTEMPT_MS = 30_000;
 /** Addresses we told the user we are waiting for (one line per outage, not one per call). */
 const announced = new Set<string>();
 
-function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Waits `ms`, or less when `signal` aborts; never rejects. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -74,7 +75,7 @@ function seconds(ms: number): string {
  */
 export async function withRetry<T>(fn: (leftMs: number) => Promise<T>, o: RetryOptions): Promise<T> {
   const now = o.now ?? Date.now;
-  const sleep = o.sleep ?? defaultSleep;
+  const sleep = o.sleep ?? abortableSleep;
   const say = o.say ?? ((line: string) => process.stderr.write(`${line}\n`));
   const grace = o.namespaceGraceMs ?? 10_000;
   let since: number | undefined; // when the current outage began
