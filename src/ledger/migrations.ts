@@ -6,6 +6,7 @@
  * the record and a unique (job_id, seq), so a retried batch inserts nothing twice. `jobs` holds one
  * row per job; its `seq` is the last `job`/`jobEnded` record applied to it, which makes its upserts
  * idempotent too. Times are `timestamptz`; `rounds.ended_seq` is the seq of its `roundEnded`.
+ * `quarantine` has a row per node ever quarantined; `released_at` is null while it is kept out.
  */
 
 export interface Migration {
@@ -71,6 +72,19 @@ export const migrations: readonly Migration[] = [
         chosen_for_round integer,
         UNIQUE (job_id, seq)
       );
+    `,
+  },
+  {
+    version: 2,
+    name: 'quarantined nodes',
+    sql: `
+      CREATE TABLE quarantine (
+        node_id text PRIMARY KEY,
+        since timestamptz NOT NULL,
+        reason text NOT NULL,
+        released_at timestamptz
+      );
+      CREATE INDEX failures_node_at ON failures (node_id, at);
     `,
   },
 ];

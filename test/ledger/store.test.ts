@@ -46,7 +46,7 @@ async function rowCounts(jobId: string): Promise<number[]> {
 
 describe('migrate', () => {
   test('migrates an empty database, and a second run applies nothing', async () => {
-    expect(await migrate(pool)).toEqual({ applied: [1] });
+    expect(await migrate(pool)).toEqual({ applied: [1, 2] });
     const client = await pool.connect();
     try {
       expect(await migrate(client)).toEqual({ applied: [] });
@@ -54,13 +54,13 @@ describe('migrate', () => {
       client.release();
     }
     const { rows } = await pool.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
-    expect(rows.map((r) => r.table_name)).toEqual(['checkpoints', 'failures', 'jobs', 'node_events', 'rounds', 'telastic_schema_migrations']);
+    expect(rows.map((r) => r.table_name)).toEqual(['checkpoints', 'failures', 'jobs', 'node_events', 'quarantine', 'rounds', 'telastic_schema_migrations']);
   });
 
   test('two processes migrating at once apply each version once', async () => {
-    await pool.query('DROP TABLE jobs, rounds, node_events, failures, checkpoints, telastic_schema_migrations');
+    await pool.query('DROP TABLE jobs, rounds, node_events, failures, checkpoints, quarantine, telastic_schema_migrations');
     const results = await Promise.all([migrate(pool), migrate(pool)]);
-    expect(results.map((r) => r.applied).sort()).toEqual([[], [1]]);
+    expect(results.map((r) => r.applied).sort()).toEqual([[], [1, 2]]);
   });
 });
 
