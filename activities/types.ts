@@ -6,6 +6,7 @@
  */
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { CheckpointActivities } from '../src/checkpoints/types';
+import type { Quarantine } from '../src/ledger/quarantine';
 import type { LedgerRecord } from '../src/ledger/records';
 
 export interface PrepareInput {
@@ -58,6 +59,8 @@ export interface LedgerActivities {
   ledgerProbe(): Promise<void>;
   /** Write records idempotently (keyed by job and seq); returns how many were new. */
   recordLedger(records: LedgerRecord[]): Promise<number>;
+  /** Of these nodes, the ones in quarantine now (the ledger host's policy decides; src/ledger/quarantine.ts). */
+  ledgerQuarantine(nodeIds: string[]): Promise<Quarantine[]>;
 }
 
 export const LEDGER_QUEUE = 'telastic.ledger';

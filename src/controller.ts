@@ -6,6 +6,7 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import os from 'node:os';
 import type pg from 'pg';
 import { createLedgerActivities } from '../activities/ledger';
+import type { QuarantinePolicy } from './ledger/quarantine';
 import { LEDGER_QUEUE } from '../activities/types';
 import { createControlWorker } from './temporal/workers';
 
@@ -15,21 +16,32 @@ export interface Controller {
   done: Promise<void>;
 }
 
+/** The ledger a controller hosts: its database, how to close it, and the quarantine policy. */
+export interface HostedLedger {
+  pool: pg.Pool;
+  close(): Promise<void>;
+  policy: QuarantinePolicy;
+}
+
 /**
- * With `ledger` (a migrated pool on DATABASE_URL) the controller also serves the ledger queue:
- * jobs started while one runs record their rounds, failures and checkpoints (workflows/ledger.ts).
+ * With `ledger` (a migrated database) the controller also serves the ledger queue: jobs started
+ * while one runs record their rounds, failures and checkpoints (workflows/ledger.ts), and keep
+ * quarantined nodes out. Shutting down closes the ledger.
  */
-export async function startController(connection: NativeConnection, namespace: string, taskQueue: string, ledger?: pg.Pool): Promise<Controller> {
+export async function startController(connection: NativeConnection, namespace: string, taskQueue: string, ledger?: HostedLedger): Promise<Controller> {
   const identity = `controller-${os.hostname()}-${process.pid}`;
   const workers = [await createControlWorker(connection, namespace, taskQueue, identity)];
-  if (ledger) workers.push(await Worker.create({ connection, namespace, taskQueue: LEDGER_QUEUE, identity, activities: createLedgerActivities(ledger) }));
+  if (ledger) {
+    const activities = createLedgerActivities(ledger.pool, ledger.policy);
+    workers.push(await Worker.create({ connection, namespace, taskQueue: LEDGER_QUEUE, identity, activities }));
+  }
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   return {
     done,
     async shutdown() {
       for (const w of workers) w.shutdown();
       await done;
-      await ledger?.end();
+      await ledger?.close();
     },
   };
 }

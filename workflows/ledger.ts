@@ -14,6 +14,7 @@ import type { LedgerActivities } from '../activities/types';
 import { LEDGER_QUEUE } from '../activities/types';
 import { derive, type LedgerCursor } from '../src/ledger/derive';
 import type { LedgerRecord } from '../src/ledger/records';
+import { applyQuarantine } from '../src/job/decide';
 import type { JobState } from '../src/job/state';
 
 export interface LedgerOutbox {
@@ -39,6 +40,13 @@ const ledger = wf.proxyActivities<LedgerActivities>({
   summary: 'ledger records',
 });
 
+const quarantine = wf.proxyActivities<LedgerActivities>({
+  taskQueue: LEDGER_QUEUE,
+  scheduleToCloseTimeout: '20s',
+  retry: { initialInterval: '1s', maximumAttempts: 3 },
+  summary: 'which of these nodes are quarantined?',
+});
+
 /** Whether a ledger answers (false: none runs, or none within 5 s; the job then records nothing). */
 export async function ledgerAvailable(): Promise<boolean> {
   return probe.ledgerProbe().then(() => true, () => false);
@@ -56,20 +64,69 @@ export function note(get: Get, set: Set): void {
   set({ ...s, ledger: { cursor, outbox: [...s.ledger.outbox, ...records] } });
 }
 
-/** Note every change and flush the outbox in order, until `stop()` holds. */
+/**
+ * Note every change and flush the outbox in order, until `stop()` holds. Between flushes, ask
+ * which of the job's nodes are quarantined (quarantineWatch).
+ */
 export async function keepLedger(get: Get, set: Set, stop: () => boolean): Promise<void> {
   let seen: JobState | null = null;
+  // Patched: jobs recorded before quarantine replay without its activities.
+  const q = wf.patched('quarantine') ? quarantineWatch() : null;
+  const pending = () => stop() || get() !== seen || (get().ledger?.outbox.length ?? 0) > 0 || !!q?.due(get());
   while (!stop()) {
-    await wf.condition(() => stop() || get() !== seen || (get().ledger?.outbox.length ?? 0) > 0);
+    const recheck = q?.recheckIn(get());
+    if (recheck === undefined || recheck === null) await wf.condition(pending);
+    else await wf.condition(pending, recheck);
     note(get, set);
     seen = get(); // after note, which itself changes the state
     const batch = get().ledger?.outbox.slice(0, BATCH) ?? [];
-    if (batch.length === 0 || stop()) continue;
-    await ledger.recordLedger(batch).catch((err: unknown) => wf.log.error('ledger: batch refused for good; dropped', { error: String(err) }));
-    const last = batch[batch.length - 1].seq;
-    const s = get();
-    if (s.ledger) set({ ...s, ledger: { ...s.ledger, outbox: s.ledger.outbox.filter((r) => r.seq > last) } });
+    if (batch.length > 0 && !stop()) {
+      await ledger.recordLedger(batch).catch((err: unknown) => wf.log.error('ledger: batch refused for good; dropped', { error: String(err) }));
+      const last = batch[batch.length - 1].seq;
+      const s = get();
+      if (s.ledger) set({ ...s, ledger: { ...s.ledger, outbox: s.ledger.outbox.filter((r) => r.seq > last) } });
+      if (batch.some((r) => r.kind === 'failure')) q?.failureRecorded();
+    }
+    if (q?.due(get()) && !stop()) await q.check(get, set);
   }
+}
+
+/** While a node is kept out, how often the job asks whether it was released. */
+const RECHECK_MS = 15_000;
+
+/**
+ * When the job asks the ledger which of its nodes are quarantined: when a node joins (before the
+ * round forms, as a rule: the first round's last call gives it time), after a failure was written
+ * (the count includes it), and every 15 s while one is kept out, to learn of its release. The
+ * answer is the ledger host's decision (src/ledger/quarantine.ts); a ledger that does not answer
+ * leaves the job as it is.
+ */
+function quarantineWatch() {
+  const seen = new Set<string>(); // `${nodeId}@${joinedAt}`: a node that rejoins is asked about again
+  let failure = false;
+  let lastCheck = Date.now();
+  const nodes = (s: JobState) => [...s.members, ...s.waiting];
+  return {
+    due(s: JobState): boolean {
+      if (failure || nodes(s).some((n) => !seen.has(`${n.nodeId}@${n.joinedAt}`))) return true;
+      return !!s.quarantined?.length && Date.now() - lastCheck >= RECHECK_MS;
+    },
+    /** Ms until the next release check, or null when no node is kept out. */
+    recheckIn(s: JobState): number | null {
+      return s.quarantined?.length ? Math.max(1, lastCheck + RECHECK_MS - Date.now()) : null;
+    },
+    failureRecorded(): void {
+      failure = true;
+    },
+    async check(get: Get, set: Set): Promise<void> {
+      const asked = nodes(get());
+      failure = false;
+      lastCheck = Date.now();
+      for (const n of asked) seen.add(`${n.nodeId}@${n.joinedAt}`);
+      const answer = await quarantine.ledgerQuarantine(asked.map((n) => n.nodeId)).catch(() => null);
+      if (answer) set(applyQuarantine(get(), answer));
+    },
+  };
 }
 
 /** The job ends: note its final state and hand what is unsent to a child that outlives the job. */

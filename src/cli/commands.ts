@@ -12,7 +12,7 @@ import type { JobStatus } from '../job/status';
 import { getPoolStatus } from '../client/pool';
 import type { PoolState } from '../pool/state';
 import { startController } from '../controller';
-import { openLedger } from '../ledger/open';
+import { ledgerFromEnv } from '../ledger/open';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
@@ -62,6 +62,7 @@ export function printStatus(s: JobStatus): string {
   ];
   if (s.lastFailure) lines.push(`last failure: node ${s.lastFailure.nodeId} rank ${s.lastFailure.rank ?? '-'} exit ${s.lastFailure.exitCode ?? '-'} signal ${s.lastFailure.signal ?? '-'} ${s.lastFailure.message ?? ''}`);
   if (s.checkpoint) lines.push(`checkpoint: ${s.checkpoint.path} (step ${s.checkpoint.step ?? '?'}, ${s.checkpoint.time})`);
+  for (const q of s.quarantined ?? []) lines.push(`quarantined: ${q.nodeId}: ${q.reason} (telastic nodes --release ${q.nodeId})`);
   return lines.join('\n');
 }
 
@@ -135,7 +136,7 @@ export function registerCommands(program: Command): void {
         process.off('SIGINT', abort);
         process.off('SIGTERM', abort);
       }
-      const ledger = process.env.DATABASE_URL ? await openLedger(process.env.DATABASE_URL) : undefined;
+      const ledger = await ledgerFromEnv(process.env);
       const controller = await startController(native, co.namespace, flags.taskQueue, ledger);
       console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})${ledger ? ', with the ledger (DATABASE_URL)' : ''}`);
       const stop = () => void controller.shutdown();

@@ -6,7 +6,7 @@ import { agentCommand, submitCommand } from './pool-commands';
 import { registerDevCommand } from './dev';
 import { UsageError } from './errors';
 import { startController } from '../controller';
-import { openLedger } from '../ledger/open';
+import { ledgerFromEnv } from '../ledger/open';
 import { connectNative } from '../temporal/connect';
 
 /** Commands that parse their own argv (SCRIPT ARGS… pass through untouched). */
@@ -37,7 +37,7 @@ export async function main(argv: string[]): Promise<void> {
     startController: async (address, namespace) => {
       installRuntime();
       const native = await connectNative({ address, namespace });
-      const ledger = process.env.DATABASE_URL ? await openLedger(process.env.DATABASE_URL) : undefined;
+      const ledger = await ledgerFromEnv(process.env);
       const c = await startController(native, namespace, 'telastic', ledger);
       return { shutdown: async () => { await c.shutdown(); await native.close(); } };
     },

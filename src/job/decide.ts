@@ -5,6 +5,7 @@
  */
 import type { RoundAssignment } from './assignment';
 import type { JoinRequest, ScaleRequest } from './spec';
+import type { Quarantine } from '../ledger/quarantine';
 import type { Departure, DepartureReason, Failure, JobState, NodeRecord } from './state';
 
 const MAX_DEPARTURES = 50;
@@ -110,18 +111,45 @@ export function applyScale(state: JobState, req: ScaleRequest): JobState {
   return { ...state, spec };
 }
 
-/** Nodes that could take part in the next round. */
+/** Nodes that could take part in the next round (quarantined ones cannot). */
 export function available(state: JobState): number {
-  return state.members.length + state.waiting.length;
+  return eligible(state).length;
+}
+
+/** Members, then waiting nodes, without the quarantined. */
+function eligible(state: JobState): NodeRecord[] {
+  const out = isQuarantined(state);
+  return [...state.members, ...state.waiting].filter((n) => !out(n.nodeId));
+}
+
+/** A predicate: is this node quarantined in this job? */
+export function isQuarantined(state: JobState): (nodeId: string) => boolean {
+  if (!state.quarantined?.length) return () => false;
+  const ids = new Set(state.quarantined.map((q) => q.nodeId));
+  return (nodeId) => ids.has(nodeId);
 }
 
 /**
  * Who takes part in the next round: surviving members keep their order (the oldest is group
  * rank 0), newcomers are appended in join order up to maxNodes; the rest wait as hot spares.
+ * Quarantined nodes are `parked`: joined, kept out, and not given back as spares.
  */
-export function planRound(state: JobState): { participants: NodeRecord[]; spares: NodeRecord[] } {
-  const all = [...state.members, ...state.waiting];
-  return { participants: all.slice(0, state.spec.maxNodes), spares: all.slice(state.spec.maxNodes) };
+export function planRound(state: JobState): { participants: NodeRecord[]; spares: NodeRecord[]; parked: NodeRecord[] } {
+  const all = eligible(state);
+  const out = isQuarantined(state);
+  const parked = [...state.members, ...state.waiting].filter((n) => out(n.nodeId));
+  return { participants: all.slice(0, state.spec.maxNodes), spares: all.slice(state.spec.maxNodes), parked };
+}
+
+/**
+ * The ledger's answer for this job's nodes: who is quarantined now. Releases take effect too (a
+ * released node is eligible again, and admitted like a newcomer).
+ */
+export function applyQuarantine(state: JobState, quarantined: Quarantine[]): JobState {
+  const before = state.quarantined ?? [];
+  const same = before.length === quarantined.length && before.every((q, i) => q.nodeId === quarantined[i].nodeId && q.reason === quarantined[i].reason);
+  if (same) return state;
+  return { ...state, quarantined };
 }
 
 /** Apply drains and a shrunk maxNodes at a round boundary. Members beyond maxNodes become spares. */
@@ -173,11 +201,15 @@ export function interruptReason(state: JobState, participants: string[]): string
   const drained = state.drains.find((d) => participants.includes(d));
   if (drained) return `drain of ${drained}`;
   if (participants.length > state.spec.maxNodes) return `scaled to maxNodes ${state.spec.maxNodes}`;
+  const out = isQuarantined(state);
+  const quarantined = participants.find(out);
+  if (quarantined) return `quarantine of ${quarantined}`;
   const members = new Set(state.members.map((m) => m.nodeId));
   const gone = participants.find((p) => !members.has(p)); // a Set: conditions run on every event of a 2,048-node job
   if (gone) return `${gone} restarted`;
-  if (state.finished.length === 0 && state.waiting.length > 0 && participants.length < state.spec.maxNodes)
-    return `admitting ${state.waiting[0].nodeId}`;
+  const newcomer = state.waiting.find((n) => !out(n.nodeId));
+  if (state.finished.length === 0 && newcomer && participants.length < state.spec.maxNodes)
+    return `admitting ${newcomer.nodeId}`;
   return null;
 }
 
@@ -211,7 +243,8 @@ export function describeFailure(f: Failure): string {
 
 export function joinTimeoutReason(state: JobState): string {
   const s = state.spec;
-  return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s`;
+  const out = state.quarantined?.length ? ` (${state.quarantined.map((q) => q.nodeId).join(', ')} quarantined)` : '';
+  return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s${out}`;
 }
 
 /**

@@ -18,6 +18,7 @@
  */
 import type { JobSpec } from './spec';
 import type { LedgerCursor } from '../ledger/derive';
+import type { Quarantine } from '../ledger/quarantine';
 import type { LedgerRecord } from '../ledger/records';
 
 export type JobPhase =
@@ -92,6 +93,8 @@ export interface JobState {
   rejected?: Rejection[];
   /** Jobs submitted to a pool: nodes the pool granted that the job has not given back yet. */
   poolNodes?: string[];
+  /** Nodes of this job the ledger has quarantined: kept out of rounds until released (src/ledger/quarantine.ts). */
+  quarantined?: Quarantine[];
   /** The ledger's outbox (workflows/ledger.ts); absent when no ledger records the job. */
   ledger?: { cursor: LedgerCursor | null; outbox: LedgerRecord[] };
 }

@@ -1,7 +1,8 @@
 /** The status object: answer of the `status` query and of `telastic status JOB --json`. */
 import type { Checkpoint, JobPhase, JobState } from './state';
+import { isQuarantined } from './decide';
 
-export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'draining' | 'lost' | 'drained' | 'left';
+export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'draining' | 'lost' | 'drained' | 'left';
 
 export interface NodeStatus {
   nodeId: string;
@@ -23,6 +24,8 @@ export interface JobStatus {
   spares: string[];
   lastFailure: { nodeId: string; rank: number | null; exitCode: number | null; signal: string | null; message: string | null } | null;
   checkpoint: Checkpoint | null;
+  /** Nodes the ledger keeps out of this job's rounds, and why (absent when none). */
+  quarantined?: { nodeId: string; reason: string }[];
 }
 
 function memberState(state: JobState, nodeId: string): NodeState {
@@ -34,9 +37,10 @@ function memberState(state: JobState, nodeId: string): NodeState {
 export function toStatus(state: JobState): JobStatus {
   const { spec } = state;
   const full = state.members.length >= spec.maxNodes;
+  const out = isQuarantined(state);
   const nodes: NodeStatus[] = [
     ...state.members.map((m, groupRank) => ({ nodeId: m.nodeId, address: m.address, groupRank, state: memberState(state, m.nodeId) })),
-    ...state.waiting.map((w) => ({ nodeId: w.nodeId, address: w.address, groupRank: null, state: (full ? 'spare' : 'waiting') as NodeState })),
+    ...state.waiting.map((w) => ({ nodeId: w.nodeId, address: w.address, groupRank: null, state: (out(w.nodeId) ? 'quarantined' : full ? 'spare' : 'waiting') as NodeState })),
     ...state.departed.map((d) => ({ nodeId: d.nodeId, address: null, groupRank: null, state: d.reason as NodeState })),
   ];
   const f = state.lastFailure;
@@ -50,9 +54,10 @@ export function toStatus(state: JobState): JobStatus {
     maxNodes: spec.maxNodes,
     worldSize: state.members.reduce((s, m) => s + m.slots, 0),
     nodes,
-    spares: full ? state.waiting.map((w) => w.nodeId) : [],
+    spares: full ? state.waiting.filter((w) => !out(w.nodeId)).map((w) => w.nodeId) : [],
     lastFailure: f ? { nodeId: f.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message } : null,
     checkpoint: state.checkpoint,
+    ...(state.quarantined?.length ? { quarantined: state.quarantined } : {}),
   };
 }
 

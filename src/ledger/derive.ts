@@ -18,6 +18,8 @@ export interface LedgerCursor {
   departures: string[];
   checkpoint: string | null;
   ended: boolean;
+  /** Nodes recorded as quarantined in this job (absent in cursors from before quarantine). */
+  quarantined?: string[];
 }
 
 const KEEP = 100;
@@ -50,6 +52,12 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
     const event = d.reason === 'lost' ? 'lost' : d.reason === 'drained' ? 'drain' : 'leave';
     drafts.push({ kind: 'nodeEvent', nodeId: d.nodeId, event, cause: d.reason });
   }
+  const wasOut = c.quarantined ?? [];
+  const nowOut = s.quarantined ?? [];
+  for (const q of nowOut) if (!wasOut.includes(q.nodeId)) drafts.push({ kind: 'nodeEvent', nodeId: q.nodeId, event: 'quarantine', cause: q.reason });
+  // A release is recorded for a node still in the job; one that left meanwhile just drops out.
+  const present = new Set([...s.members, ...s.waiting].map((n) => n.nodeId));
+  for (const nodeId of wasOut) if (!nowOut.some((q) => q.nodeId === nodeId) && present.has(nodeId)) drafts.push({ kind: 'nodeEvent', nodeId, event: 'release' });
   const checkpoint = s.checkpoint && s.checkpoint.path !== c.checkpoint ? s.checkpoint : null;
   if (checkpoint) drafts.push({ kind: 'checkpoint', path: checkpoint.path, step: checkpoint.step, chosenForRound: s.round });
   const opens = s.phase === 'running' && (s.round !== c.round || !c.open);
@@ -74,6 +82,7 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
       departures: [...c.departures, ...departures.map((d) => `${d.nodeId}@${d.round}`)].slice(-KEEP),
       checkpoint: s.checkpoint?.path ?? c.checkpoint,
       ended,
+      ...(nowOut.length || wasOut.length ? { quarantined: nowOut.map((q) => q.nodeId) } : {}),
     },
   };
 }

@@ -85,6 +85,9 @@ export const migrations: readonly Migration[] = [
         released_at timestamptz
       );
       CREATE INDEX failures_node_at ON failures (node_id, at);
+      ALTER TABLE node_events DROP CONSTRAINT node_events_kind_check;
+      ALTER TABLE node_events ADD CONSTRAINT node_events_kind_check
+        CHECK (kind IN ('join', 'leave', 'drain', 'lost', 'quarantine', 'release'));
     `,
   },
 ];

@@ -19,7 +19,7 @@ export const roundMember = z.object({
   address: z.string().min(1),
 });
 
-export const nodeEventKinds = ['join', 'leave', 'drain', 'lost', 'quarantine'] as const;
+export const nodeEventKinds = ['join', 'leave', 'drain', 'lost', 'quarantine', 'release'] as const;
 
 export const ledgerRecord = z.discriminatedUnion('kind', [
   /** The job was started or changed state; upserts its `jobs` row (started_at is the first `at`). */
