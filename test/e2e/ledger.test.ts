@@ -56,3 +56,36 @@ test('a job is recorded round by round; PostgreSQL stopped mid-job loses no reco
   const seqs = [...t.rounds.map((r) => r.seq), ...t.failures.map((f) => f.seq), ...t.checkpoints.map((c) => c.seq), ...t.nodeEvents.map((e) => e.seq)];
   expect(new Set(seqs).size).toBe(seqs.length);
 });
+
+test('a node that fails twice is quarantined: the job goes on without it, and takes it back once released', async () => {
+  const job = uniqueJobId('quarantine');
+  const queue = `tq-${job}`;
+  const env = { DATABASE_URL: db.url, TELASTIC_QUARANTINE_AFTER: '2' };
+  e2e.agents.push(startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], env));
+  await waitFor('the ledger migrated', async () => (await pool.query("SELECT to_regclass('quarantine') AS t")).rows[0].t !== null, 30_000);
+  const out = tmpDir('quarantine');
+  // Rank 1 (group rank 1's only worker) crashes in the first two rounds: both failures are its node's.
+  const args = ['--nnodes', '1:2', '--max-restarts', '3', '--no-coordinator', '--task-queue', queue, '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out, '--crash-rank', '1', '--crash-times', '2'];
+  const agents = ['quarantine-a', 'quarantine-b'].map((n) => startAgent(testAddress(), n, args));
+  e2e.agents.push(...agents);
+
+  const kept = await waitForRound(e2e.conn, job, (s) => s.state === 'running' && !!s.quarantined?.length && s.worldSize === 1);
+  const bad = kept.quarantined![0].nodeId;
+  expect(kept.quarantined![0].reason).toMatch(/^2 failures in 1 hour \(1 job\); last: /);
+  expect(kept.nodes.find((n) => n.nodeId === bad)?.state).toBe('quarantined');
+  expect(kept.nodes.find((n) => n.state === 'running')?.nodeId).not.toBe(bad);
+  const before = await jobTimeline(pool, job);
+  expect(before.failures.map((f) => f.nodeId)).toEqual([bad, bad]);
+  await waitFor('the quarantine recorded', async () => (await jobTimeline(pool, job)).nodeEvents.some((e) => e.event === 'quarantine' && e.nodeId === bad), 30_000);
+
+  // Released by an operator: the job learns within its 15 s recheck and admits the node again.
+  await pool.query('UPDATE quarantine SET released_at = now() WHERE node_id = $1', [bad]);
+  await waitForRound(e2e.conn, job, (s) => s.state === 'running' && !s.quarantined && s.worldSize === 2, 60_000);
+  finish(out);
+  expect(await Promise.all(agents.map((a) => a.exited))).toEqual([0, 0]);
+  const t = await waitFor('the job recorded to its end', async () => {
+    const tl = await jobTimeline(pool, job);
+    return tl.job?.state === 'succeeded' ? tl : null;
+  }, 60_000);
+  expect(t.nodeEvents.filter((e) => e.nodeId === bad && ['quarantine', 'release'].includes(e.event)).map((e) => e.event)).toEqual(['quarantine', 'release']);
+});
