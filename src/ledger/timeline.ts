@@ -1,14 +1,15 @@
 /**
  * Reads one job's history back from the ledger (for `telastic history`): its job row, then rounds,
- * failures, checkpoints and node events, each in the order the job numbered them (seq). Times
- * come back as ISO strings, like the records that wrote them.
+ * failures, checkpoints and node events, each in the order the job numbered them (seq). A round
+ * also carries `endedSeq`, the seq of its `roundEnded`, so a reader can place its end among the
+ * other records. Times come back as ISO strings, like the records that wrote them.
  */
 import type pg from 'pg';
 import type { NodeEventKind, RoundMember } from './records';
 
 export interface JobTimeline {
   job: { jobId: string; spec: Record<string, unknown>; state: string; startedAt: string; endedAt: string | null; pool: string | null } | null;
-  rounds: { seq: number; round: number; members: RoundMember[]; worldSize: number; startedAt: string; endedAt: string | null; endReason: string | null }[];
+  rounds: { seq: number; round: number; members: RoundMember[]; worldSize: number; startedAt: string; endedAt: string | null; endReason: string | null; endedSeq: number | null }[];
   failures: { seq: number; round: number; nodeId: string; rank: number | null; exitCode: number | null; signal: string | null; message: string | null; at: string }[];
   checkpoints: { seq: number; path: string; step: number | null; at: string; chosenForRound: number | null }[];
   nodeEvents: { seq: number; nodeId: string; event: NodeEventKind; cause: string | null; at: string }[];
@@ -30,6 +31,7 @@ export async function jobTimeline(pool: pg.Pool, jobId: string): Promise<JobTime
     rounds: rounds.map((r) => ({
       seq: Number(r.seq), round: r.round, members: r.members, worldSize: r.world_size,
       startedAt: iso(r.started_at)!, endedAt: iso(r.ended_at), endReason: r.end_reason,
+      endedSeq: r.ended_seq === null ? null : Number(r.ended_seq),
     })),
     failures: failures.map((f) => ({
       seq: Number(f.seq), round: f.round, nodeId: f.node_id, rank: f.rank, exitCode: f.exit_code,

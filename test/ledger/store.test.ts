@@ -74,8 +74,8 @@ describe('writeRecords', () => {
       jobId: 'job-1', spec: { minNodes: 1, maxNodes: 2, script: 'train.py' }, state: 'succeeded', startedAt: at(0), endedAt: at(41), pool: null,
     });
     expect(t.rounds).toEqual([
-      { seq: 4, round: 1, members: members('a', 'b'), worldSize: 2, startedAt: at(3), endedAt: at(21), endReason: 'node lost' },
-      { seq: 10, round: 2, members: members('a'), worldSize: 1, startedAt: at(22), endedAt: at(40), endReason: 'succeeded' },
+      { seq: 4, round: 1, members: members('a', 'b'), worldSize: 2, startedAt: at(3), endedAt: at(21), endReason: 'node lost', endedSeq: 8 },
+      { seq: 10, round: 2, members: members('a'), worldSize: 1, startedAt: at(22), endedAt: at(40), endReason: 'succeeded', endedSeq: 11 },
     ]);
     expect(t.failures).toEqual([{ seq: 7, round: 1, nodeId: 'b', rank: null, exitCode: null, signal: null, message: 'node lost', at: at(20) }]);
     expect(t.checkpoints).toEqual([
