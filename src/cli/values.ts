@@ -137,3 +137,23 @@ export const hostPortSchema = z.string().transform((s, ctx) => {
 
 /** A value that must not be empty (role, namespace, paths, task queue). */
 export const nonEmpty = z.string().min(1, 'must not be empty');
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A positive duration in milliseconds: `90s`, `30m`, `24h`, `7d`, `1h30m`; a bare number is seconds. */
+export const durationToMs = z.string().transform((s, ctx) => {
+  const text = s.trim();
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)];
+  let ms: number;
+  if (FLOAT.test(text)) ms = Number(text) * 1000;
+  else if (parts.length && parts.map((p) => p[0]).join('') === text) ms = parts.reduce((sum, p) => sum + Number(p[1]) * DURATION_UNITS[p[2]!]!, 0);
+  else {
+    ctx.addIssue({ code: 'custom', message: 'expected a duration such as 90s, 30m, 24h or 7d' });
+    return z.NEVER;
+  }
+  if (!(ms > 0) || !Number.isFinite(ms)) {
+    ctx.addIssue({ code: 'custom', message: 'must be a positive duration' });
+    return z.NEVER;
+  }
+  return Math.round(ms);
+});
