@@ -17,6 +17,7 @@ import { connect, connectNative, retrying, waitForNamespace, type Wait } from '.
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
 import { installRuntime } from './run';
+import { registerLedgerCommands } from './ledger-commands';
 import { parseValue, secondsToMs } from './values';
 
 export const DEFAULT_CONNECT_TIMEOUT_S = 60;
@@ -114,6 +115,7 @@ export function registerCommands(program: Command): void {
     console.log(`job ${job}: cancel requested`);
     return 0;
   });
+  registerLedgerCommands(program);
   addConnectionOptions(program.command('controller').option('--task-queue <name>', 'control task queue', 'telastic').description('run a control-queue worker in the foreground (waits for ever for an unavailable Temporal server)'))
     .action(async (flags: ConnectionFlagValues & { taskQueue: string }) => {
       const co = compileConnectionOptions(flags, process.env);

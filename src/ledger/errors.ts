@@ -35,3 +35,28 @@ export class MissingParentError extends Error {
     );
   }
 }
+
+/** Thrown by `telastic history` and `report` when the ledger has no record of the job. */
+export class JobNotInLedgerError extends Error {
+  override readonly name = 'JobNotInLedgerError';
+
+  constructor(
+    readonly jobId: string,
+    /** Which ledger was asked (`DATABASE_URL`). */
+    readonly where: string,
+  ) {
+    super(`job ${jobId}: not in the ledger (${where})`);
+  }
+}
+
+/** Thrown by `telastic nodes --release NODE` when the node is not quarantined: nothing changed. */
+export class NodeNotQuarantinedError extends Error {
+  override readonly name = 'NodeNotQuarantinedError';
+
+  constructor(
+    readonly nodeId: string,
+    readonly where: string,
+  ) {
+    super(`node ${nodeId}: not quarantined (${where})`);
+  }
+}

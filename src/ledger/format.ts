@@ -105,7 +105,7 @@ export function esc(text: string): string {
 }
 
 function quoteArg(a: string): string {
-  return a === '' || /[\s'"\\$`]/.test(a) ? JSON.stringify(a) : a;
+  return a === '' || /[\s'"\\$`<>()|&;*?!#~{}[\]]/.test(a) ? JSON.stringify(a) : a;
 }
 
 function pad(n: number): string {
