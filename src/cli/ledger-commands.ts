@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { connectLedger, NoLedgerError, type LedgerConnection } from '../ledger/connect';
 import { JobNotInLedgerError, NodeNotQuarantinedError } from '../ledger/errors';
 import { isRecorded, jobFigures, type RecordedJob } from '../ledger/figures';
-import { figureLines, formatDuration, printable } from '../ledger/format';
+import { figureLines, formatDuration, printable, stateLabel } from '../ledger/format';
 import { historyText } from '../ledger/history-text';
 import { nodeSummaries, releaseNode } from '../ledger/nodes';
 import { nodesText } from '../ledger/nodes-text';
@@ -53,7 +53,7 @@ export function registerLedgerCommands(program: Command, deps: LedgerCommandDeps
         console.log(JSON.stringify(f, null, 2));
         return;
       }
-      const head = `job ${printable(t.job.jobId)} · ${printable(t.job.state)} · ${t.job.startedAt} → ${t.job.endedAt ?? 'not ended'}`;
+      const head = `job ${printable(t.job.jobId)} · ${printable(stateLabel(t))} · ${t.job.startedAt} → ${t.job.endedAt ?? 'now'}`;
       console.log([head, ...figureLines(f), ...(typeof flags.html === 'string' ? [`report written to ${flags.html}`] : [])].join('\n'));
     }));
 

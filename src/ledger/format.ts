@@ -3,7 +3,7 @@
  * start, a failure in one phrase, a spec in one line, and the two ways user text is made safe to
  * show: `printable` for a terminal, `esc` for HTML. Pure.
  */
-import type { JobFigures } from './figures';
+import type { JobFigures, RecordedJob } from './figures';
 import { endCauseLabels, endCauses } from './figures';
 import type { JobTimeline } from './timeline';
 
@@ -32,6 +32,16 @@ export function formatOffset(ms: number): string {
   }
   const whole = Math.floor(a);
   return `${sign}${Math.floor(whole / 3600)}h${pad(Math.floor(whole / 60) % 60)}m${pad(whole % 60)}s`;
+}
+
+/**
+ * The job's state as the ledger can vouch for it. The `jobs` row holds the state the job started
+ * in until it ends (derive.ts writes it then), so a job not ended shows what its rounds say.
+ */
+export function stateLabel(t: RecordedJob): string {
+  if (t.job.endedAt !== null) return t.job.state;
+  const open = t.rounds.find((r) => r.endedAt === null);
+  return open ? `not ended · round ${open.round} running` : 'not ended';
 }
 
 /** A ratio as a percentage with one decimal: `83.4%`; `-` when unknown. */

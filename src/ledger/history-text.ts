@@ -5,7 +5,7 @@
  */
 import type { RecordedJob } from './figures';
 import { sinceStart } from './figures';
-import { describeFailure, describeSpec, formatDuration, formatOffset, printable } from './format';
+import { describeFailure, describeSpec, formatDuration, formatOffset, printable, stateLabel } from './format';
 
 /** Members listed per round; a bigger round shows the first ones and how many more. */
 const MAX_MEMBERS = 32;
@@ -21,7 +21,7 @@ export function historyText(t: RecordedJob, now: Date): string {
   const { job } = t;
   const end = job.endedAt ?? now.toISOString();
   const header = [
-    `job ${printable(job.jobId)} · ${printable(job.state)}${job.pool ? ` · pool ${printable(job.pool)}` : ''}`,
+    `job ${printable(job.jobId)} · ${printable(stateLabel(t))}${job.pool ? ` · pool ${printable(job.pool)}` : ''}`,
     `started ${job.startedAt}${job.endedAt ? ` · ended ${job.endedAt}` : ' · not ended'} (${formatDuration(Date.parse(end) - Date.parse(job.startedAt))}${job.endedAt ? '' : ' so far'})`,
     `spec    ${printable(describeSpec(job.spec))}`,
   ];

@@ -8,7 +8,7 @@
 import { worldSizeChart } from './report-chart';
 import type { EndCause, JobFigures, RecordedJob } from './figures';
 import { classifyEnd, endCauseLabels, sinceStart } from './figures';
-import { describeCauses, describeFailure, describeSpec, esc, formatDuration, formatOffset, formatPercent } from './format';
+import { describeCauses, describeFailure, describeSpec, esc, formatDuration, formatOffset, formatPercent, stateLabel } from './format';
 
 export interface ReportContext {
   /** When the page was made (and the end of a job still running). */
@@ -30,7 +30,7 @@ export function reportHtml(t: RecordedJob, f: JobFigures, ctx: ReportContext): s
 </head>
 <body>
 <header>
-  <h1>job <span class="id">${esc(job.jobId)}</span> <span class="state state-${esc(job.state.replace(/[^a-z]/gi, ''))}">${esc(job.state)}</span></h1>
+  <h1>job <span class="id">${esc(job.jobId)}</span> <span class="state state-${job.endedAt ? esc(job.state.replace(/[^a-z]/gi, '')) : 'running'}">${esc(stateLabel(t))}</span></h1>
   <p class="meta">${esc(`started ${job.startedAt}`)} · ${job.endedAt ? esc(`ended ${job.endedAt}`) : 'not ended'}${job.pool ? ` · pool ${esc(job.pool)}` : ''}</p>
   <p class="spec"><code>${esc(describeSpec(job.spec))}</code></p>
 </header>

@@ -72,3 +72,9 @@ test.each([
 test.each([
   [0, '+0.0s'], [12_345, '+12.3s'], [245_260, '+4m05.2s'], [7_385_000, '+2h03m05s'], [-1500, '-1.5s'],
 ])('formatOffset(%d) = %s', (ms, text) => expect(formatOffset(ms)).toBe(text));
+
+test('a job not ended shows what its rounds say, not the state it was recorded with at its start', () => {
+  const t = job({ rounds: [round(1, 3, 2, null, null, ['a'])] }, null, 'waiting');
+  expect(historyText(t, new Date(T0 + 5000)).split('\n')[0]).toBe('job job-1 · not ended · round 1 running');
+  expect(historyText(job({}, null, 'waiting'), new Date(T0 + 5000)).split('\n')[0]).toBe('job job-1 · not ended');
+});
