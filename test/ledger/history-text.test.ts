@@ -12,7 +12,7 @@ test('the header, then every record in the order the job wrote it', () => {
     `started ${at(0)} · ended ${at(100)} (1m40s)`,
     'spec    train.py --epochs 3 · nnodes 1:3 · nproc-per-node 2 · max-restarts 3',
     '',
-    '     +5.0s  node a joined',
+    '    +10.0s  node a joined',
     '    +10.0s  round 1 started · world size 4 · nodes (group rank): a (0), b (1)',
     '    +40.0s  round 1 ended after 30.0s: failure: Traceback (most recent call last): boom',
     '    +40.0s  round 1 failure: node b rank 3 exit 1: Traceback (most recent call last): boom',

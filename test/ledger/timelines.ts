@@ -44,7 +44,7 @@ export function fourRounds(): RecordedJob {
     ],
     checkpoints: [{ seq: 25, path: '/ckpt/step-200', step: 200, at: at(71), chosenForRound: 3 }],
     nodeEvents: [
-      { seq: 2, nodeId: 'a', event: 'join', cause: null, at: at(5) },
+      { seq: 2, nodeId: 'a', event: 'join', cause: null, at: at(10) }, // with round 1's start: seq, not time or kind, orders them
       { seq: 23, nodeId: 'b', event: 'lost', cause: 'lost', at: at(70) },
     ],
   });
