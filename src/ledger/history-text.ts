@@ -4,6 +4,7 @@
  * Pure. User text (ids, messages, paths) goes through `printable`.
  */
 import type { RecordedJob } from './figures';
+import type { NodeEventKind } from './records';
 import { sinceStart } from './figures';
 import { describeFailure, describeSpec, formatDuration, formatOffset, printable, stateLabel } from './format';
 
@@ -53,7 +54,7 @@ function* events(t: RecordedJob): Generator<Line> {
     const chosen = c.chosenForRound === null ? '' : `, chosen for round ${c.chosenForRound}`;
     yield { seq: c.seq, at: c.at, text: `checkpoint ${printable(c.path)}${step}${chosen}` };
   }
-  const verbs = { join: 'joined', leave: 'left', drain: 'drained', lost: 'lost', quarantine: 'quarantined' } as const;
+  const verbs: Record<NodeEventKind, string> = { join: 'joined', leave: 'left', drain: 'drained', lost: 'lost', quarantine: 'quarantined', release: 'released from quarantine' };
   for (const e of t.nodeEvents) {
     // derive.ts gives a departure its reason as cause (lost, drained, left): no news after the verb.
     const cause = e.cause && !['lost', 'drained', 'left', e.event].includes(e.cause) ? `: ${printable(e.cause)}` : '';
