@@ -60,7 +60,8 @@ describe('migrate', () => {
   test('two processes migrating at once apply each version once', async () => {
     await pool.query('DROP TABLE jobs, rounds, node_events, failures, checkpoints, quarantine, telastic_schema_migrations');
     const results = await Promise.all([migrate(pool), migrate(pool)]);
-    expect(results.map((r) => r.applied).sort()).toEqual([[], [1, 2]]);
+    // Each version takes the lock on its own, so the two may share the work ([1] and [2]): once each is the point.
+    expect(results.flatMap((r) => r.applied).sort()).toEqual([1, 2]);
   });
 });
 
