@@ -78,8 +78,10 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
   expect(before.failures.map((f) => f.nodeId)).toEqual([bad, bad]);
   await waitFor('the quarantine recorded', async () => (await jobTimeline(pool, job)).nodeEvents.some((e) => e.event === 'quarantine' && e.nodeId === bad), 30_000);
 
-  // Released by an operator: the job learns within its 15 s recheck and admits the node again.
-  await pool.query('UPDATE quarantine SET released_at = now() WHERE node_id = $1', [bad]);
+  // Released by an operator (`telastic nodes --release`): the job learns within its 15 s recheck and admits the node again.
+  const release = startTelastic(`${job}-release`, ['nodes', '--release', bad], env);
+  expect(await release.exited).toBe(0);
+  expect(release.output()).toContain(bad);
   await waitForRound(e2e.conn, job, (s) => s.state === 'running' && !s.quarantined && s.worldSize === 2, 60_000);
   finish(out);
   expect(await Promise.all(agents.map((a) => a.exited))).toEqual([0, 0]);
