@@ -9,14 +9,13 @@ PORT=${TELASTIC_DEMO_PORT:-7233}
 UI_PORT=${TELASTIC_DEMO_UI_PORT:-8233}
 JOB=demo-$(date +%H%M%S)
 WORK=.telastic/demo/$JOB
+DB=.telastic/demo/temporal.db
 mkdir -p "$WORK"
 telastic() { node bin/telastic.js "$@"; }
+# start_dev, and an EXIT trap that stops the agents and the server however this script ends.
+source scripts/demo-lib.sh
 
-telastic dev --port "$PORT" --ui-port "$UI_PORT" --db .telastic/demo/temporal.db >"$WORK/dev.log" 2>&1 &
-DEV=$!
-trap 'kill $DEV ${A:-} ${B:-} 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do grep -q '^Temporal server' "$WORK/dev.log" && break; sleep 0.5; done
-grep -q '^Temporal server' "$WORK/dev.log" || { cat "$WORK/dev.log"; exit 1; }
+start_dev "$WORK/dev.log" --port "$PORT" --ui-port "$UI_PORT" --db "$DB"
 cat "$WORK/dev.log"
 echo "job $JOB: http://localhost:$UI_PORT/namespaces/default/workflows/$JOB"
 
@@ -27,14 +26,32 @@ run() {
 }
 run node-a >"$WORK/node-a.log" 2>&1 & A=$!
 run node-b >"$WORK/node-b.log" 2>&1 & B=$!
+AGENTS=("$A" "$B")
 
 step() { tail -n 1 "$WORK/progress.log" 2>/dev/null | cut -d' ' -f1; }
 until [ "$(step)" -ge 100 ] 2>/dev/null; do sleep 0.5; done
 echo; telastic status "$JOB" --address "localhost:$PORT"
 echo; echo ">>> step $(step): kill -9 node-b's agent (its workers die with it)"
 { kill -9 $B; wait $B; } 2>/dev/null || true
+AGENTS=("$A") # B is reaped: its pid may belong to another process by the time the trap runs
 for _ in $(seq 1 240); do grep -q 'world_size 2' "$WORK/node-a.log" && break; sleep 0.5; done
 sleep 2; echo; telastic status "$JOB" --address "localhost:$PORT"
 wait $A && echo && echo ">>> node-a: $(tail -n 1 "$WORK/node-a.log")"
+AGENTS=()
 grep -E 'resumed|step (100|200|300) ' "$WORK/node-a.log" | sed 's/^/    /'
-echo; echo "logs: $WORK   Web UI: http://localhost:$UI_PORT/namespaces/default/workflows/$JOB (until this script exits)"
+
+URL="http://localhost:$UI_PORT/namespaces/default/workflows/$JOB"
+echo; echo "logs: $WORK"
+echo "Web UI: $URL (until this script exits)"
+# At a terminal, the job's history can be looked at before the server goes.
+if [ -t 0 ] && [ -t 1 ]; then
+  read -r -t 120 -p "keep the Web UI up to look at the job's history? [y/N] " keep || { keep=; echo; }
+  if [[ $keep == [yY]* ]]; then
+    echo "serving $URL until Ctrl-C"
+    wait "$DEV" || true
+  fi
+fi
+PORTS=""
+[ "$PORT" = 7233 ] || PORTS+=" --port $PORT"
+[ "$UI_PORT" = 8233 ] || PORTS+=" --ui-port $UI_PORT"
+echo "to look at it again later: npx telastic dev --db $DB$PORTS, then $URL"

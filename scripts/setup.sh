@@ -12,9 +12,51 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/pip install --disable-pip-version-check -q -r tools/requirements.txt; then
-  echo "setup: could not install tools/requirements.txt into .venv (needs python3 with venv and pip, and PyPI)" >&2
-  exit 1
+
+PIP=(.venv/bin/pip install --disable-pip-version-check -r tools/requirements.txt)
+# PyTorch with its CUDA libraries: the first install downloads about 2.6 GB (pip keeps a copy in
+# its cache and one in a temporary directory until it has installed) and takes 7 GB in .venv.
+TORCH=$(sed -n 's/^torch==//p' tools/requirements.txt)
+DOWNLOAD_GB=3 VENV_GB=7
+
+# check_space: one line saying how much is needed where, and exit, rather than pip's OSError
+# half-way through a full disk. Needs are added up per filesystem.
+check_space() {
+  local cache fs free_kb need_gb
+  local -A need=() where=()
+  add() { fs=$(df -P "$1" | awk 'NR == 2 {print $6}'); need[$fs]=$(( ${need[$fs]:-0} + $2 )); where[$fs]+="${where[$fs]:+, }$2 GB for $3 in $1"; }
+  add "$(cd .venv && pwd -P)" "$VENV_GB" .venv
+  add "${TMPDIR:-/tmp}" "$DOWNLOAD_GB" "the download"
+  if cache=$(.venv/bin/pip cache dir 2>/dev/null); then mkdir -p "$cache" && add "$cache" "$DOWNLOAD_GB" "pip's cache"; fi
+  for fs in "${!need[@]}"; do
+    need_gb=${need[$fs]}
+    free_kb=$(df -Pk "$fs" | awk 'NR == 2 {print $4}')
+    if [ "$free_kb" -lt $((need_gb * 1024 * 1024)) ]; then
+      echo "setup: PyTorch $TORCH needs about $need_gb GB free on $fs (${where[$fs]}); it has $((free_kb / 1024 / 1024)) GB" >&2
+      exit 1
+    fi
+  done
+}
+
+# Nothing to fetch (a second set-up) is found offline in a second; otherwise say what comes.
+if ! "${PIP[@]}" --dry-run --no-index -q >/dev/null 2>&1; then
+  if [ "$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null)" != "$TORCH" ]; then
+    check_space
+    echo "setup: installing PyTorch $TORCH with its CUDA libraries into .venv: about 2.6 GB to download, $VENV_GB GB on disk (first time only)"
+  fi
+  if [ -t 1 ]; then
+    ok=0; "${PIP[@]}" || ok=$?   # pip's own progress bars
+  else
+    # No terminal, no bars: a line per file as its download starts, with its size.
+    ok=0; "${PIP[@]}" --progress-bar off | sed -u -n -E \
+      -e 's/^ *Downloading ([^ ]+\.(whl|tar\.gz)) \((.*)\)$/setup:   \1 (\3)/p' \
+      -e 's/^ *Using cached ([^ ]+\.(whl|tar\.gz)) \((.*)\)$/setup:   \1 (\3, from pip'"'"'s cache)/p' \
+      -e 's/^Installing collected packages: (.*)/setup: installing \1/p' || ok=$?
+  fi
+  if [ "$ok" != 0 ]; then
+    echo "setup: could not install tools/requirements.txt into .venv (needs python3 with venv and pip, and PyPI)" >&2
+    exit 1
+  fi
 fi
 # The ledger's tests start throwaway PostgreSQL clusters with initdb and pg_ctl.
 if [ ! -x "${PG_BINDIR:-/usr/lib/postgresql/15/bin}/initdb" ] && ! command -v pg_config >/dev/null; then

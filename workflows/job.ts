@@ -16,6 +16,7 @@ import { publish } from './publish';
 import { applyGrant, dropSpares, leavePool, linkToPool } from './pool-link';
 import { poolGrantSignal } from './pool-messages';
 import { handOff, keepLedger, ledgerAvailable } from './ledger';
+import { timer } from './timers';
 import type { z } from 'zod';
 
 export interface JobInput {
@@ -215,7 +216,8 @@ async function gather(get: () => JobState, set: (s: JobState) => void, fail: (r:
     set({ ...s, phase: 'waiting', belowMinSince: since });
     publish(get());
     const left = since + s.spec.rdzv.joinTimeoutMs - Date.now();
-    const ok = left > 0 && (await wf.condition(() => d.available(get()) >= get().spec.minNodes || get().cancelRequested, left));
+    const joinTimeout = timer(`join timeout: fails the job unless min ${s.spec.minNodes} node(s) are here`);
+    const ok = left > 0 && (await wf.condition(() => d.available(get()) >= get().spec.minNodes || get().cancelRequested, left, joinTimeout));
     if (get().cancelRequested) return;
     if (!ok) fail(d.joinTimeoutReason(get()), get().pendingFailure ?? get().lastFailure);
   }
@@ -224,7 +226,8 @@ async function gather(get: () => JobState, set: (s: JobState) => void, fail: (r:
   // A pool grants every free node it can at once; more come later without a restart's cost, so a
   // pool job does not hold its first round for a last call.
   if (lastCall && !get().spec.pool && get().spec.rdzv.lastCallTimeoutMs > 0) {
-    await wf.condition(() => d.available(get()) >= get().spec.maxNodes || get().cancelRequested, get().spec.rdzv.lastCallTimeoutMs);
+    const lastCallTimer = timer(`last call for more nodes (up to max ${get().spec.maxNodes})`);
+    await wf.condition(() => d.available(get()) >= get().spec.maxNodes || get().cancelRequested, get().spec.rdzv.lastCallTimeoutMs, lastCallTimer);
   }
 }
 

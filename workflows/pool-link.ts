@@ -9,6 +9,7 @@ import type { JobState } from '../src/job/state';
 import type { GrantedNode } from './pool-messages';
 import { poolJobSignal } from './pool-messages';
 import * as d from '../src/job/decide';
+import { timer } from './timers';
 
 type Get = () => JobState;
 type Set = (s: JobState) => void;
@@ -58,7 +59,7 @@ export async function linkToPool(pool: string, get: Get, set: Set, stop: () => b
       set({ ...s, poolNodes: (s.poolNodes ?? []).filter((n) => !gone.has(n) || holding.has(n)) });
     } catch (err) {
       wf.log.warn(`pool ${pool} did not take the request; asking again in ${RETRY_MS / 1000}s`, { error: String(err) });
-      await wf.sleep(RETRY_MS);
+      await wf.sleep(RETRY_MS, timer(`retry: ask pool ${pool} again`));
     }
   }
 }

@@ -8,6 +8,7 @@ import type { Connection } from '@temporalio/client';
 import { Client } from '@temporalio/client';
 import { Option, type Command } from 'commander';
 import { cancelJob, drainNode, getJobStatus, scaleJob } from '../client/api';
+import { describeFailure } from '../job/decide';
 import type { JobStatus } from '../job/status';
 import { getPoolStatus } from '../client/pool';
 import type { PoolState } from '../pool/state';
@@ -61,7 +62,7 @@ export function printStatus(s: JobStatus): string {
     `job ${s.jobId}: ${s.state} · round ${s.round} · world size ${s.worldSize} · restarts ${s.restarts}/${s.maxRestarts} · nodes ${s.minNodes}:${s.maxNodes}`,
     ...s.nodes.map((n) => `  ${n.nodeId.padEnd(24)} ${String(n.groupRank ?? '-').padStart(3)}  ${n.state.padEnd(10)} ${n.address ?? ''}`),
   ];
-  if (s.lastFailure) lines.push(`last failure: node ${s.lastFailure.nodeId} rank ${s.lastFailure.rank ?? '-'} exit ${s.lastFailure.exitCode ?? '-'} signal ${s.lastFailure.signal ?? '-'} ${s.lastFailure.message ?? ''}`);
+  if (s.lastFailure) lines.push(`last failure: ${describeFailure(s.lastFailure)}`);
   if (s.checkpoint) lines.push(`checkpoint: ${s.checkpoint.path} (step ${s.checkpoint.step ?? '?'}, ${s.checkpoint.time})`);
   for (const q of s.quarantined ?? []) lines.push(`quarantined: ${q.nodeId}: ${q.reason} (telastic nodes --release ${q.nodeId})`);
   return lines.join('\n');

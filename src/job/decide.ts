@@ -235,7 +235,11 @@ export function settleFailure(state: JobState): { state: JobState; exhausted: bo
   return { state: next, exhausted: restarts > state.spec.maxRestarts };
 }
 
-export function describeFailure(f: Failure): string {
+/**
+ * One line naming only what a failure has: `rank 3 on node b: exit code 1: message`, `node b: node
+ * lost: …`. Also for the status object's lastFailure, which has no round.
+ */
+export function describeFailure(f: Omit<Failure, 'round'> & { round?: number }): string {
   const where = f.rank === null ? `node ${f.nodeId}` : `rank ${f.rank} on node ${f.nodeId}`;
   const how = f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit code ${f.exitCode}` : '';
   return [where, how, f.message].filter(Boolean).join(': ');
