@@ -7,5 +7,9 @@ module.exports = {
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   testTimeout: 120000,
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json', diagnostics: { warnOnly: false } }] },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json', diagnostics: { warnOnly: false } }],
+    '/node_modules/@electric-sql/pglite/dist/.+\\.cjs$': '<rootDir>/test/setup/pglite-transform.js',
+  },
+  transformIgnorePatterns: ['/node_modules/(?!@electric-sql/pglite/dist/)'],
 };

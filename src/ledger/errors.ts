@@ -1,4 +1,4 @@
-/** Errors of the PostgreSQL job ledger. */
+/** Errors of the job ledger (PostgreSQL, or the embedded PGlite). */
 
 /**
  * Thrown by `writeRecords` before anything is written when a record does not parse: names the
@@ -58,5 +58,30 @@ export class NodeNotQuarantinedError extends Error {
     readonly where: string,
   ) {
     super(`node ${nodeId}: not quarantined (${where})`);
+  }
+}
+
+/**
+ * Thrown by `hostEmbeddedLedger` (and so `hostLedger`) when another process, or this one, holds
+ * the embedded ledger's directory: PGlite does not lock its files, and two processes on one
+ * directory silently lose writes. `pid` is the holder's, when its address file names it.
+ */
+export class LedgerLockedError extends Error {
+  override readonly name = 'LedgerLockedError';
+
+  constructor(
+    readonly dir: string,
+    readonly pid: number | null,
+  ) {
+    super(`ledger at ${dir} is in use by ${pid === null ? 'another process' : `process ${pid}`}: run readers (telastic history, report, nodes) alongside it, or stop it first`);
+  }
+}
+
+/** Thrown by `connectLedger` when there is neither DATABASE_URL nor an embedded ledger at `dir`. */
+export class NoLedgerError extends Error {
+  override readonly name = 'NoLedgerError';
+
+  constructor(readonly dir: string) {
+    super(`no ledger at ${dir}: set DATABASE_URL, or run telastic dev / telastic controller here first`);
   }
 }

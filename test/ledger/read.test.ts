@@ -221,10 +221,10 @@ describe('telastic nodes', () => {
 });
 
 describe('without a ledger', () => {
-  test('no DATABASE_URL: one line naming it, exit 1', async () => {
+  test('no DATABASE_URL and no embedded ledger here: one line naming both, exit 1', async () => {
     const r = await telastic(['history', 'read-1'], {});
     expect(r.code).toBe(1);
-    expect(lines(r.stderr)).toEqual(['telastic: no ledger: set DATABASE_URL']);
+    expect(lines(r.stderr)).toEqual(['telastic: no ledger at .telastic/ledger: set DATABASE_URL, or run telastic dev / telastic controller here first']);
   });
 
   test('a database that does not answer: one line, exit 1', async () => {

@@ -15,8 +15,9 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Runs `fixture`: a file in ./fixtures, or an absolute path (another folder's fixture). */
 export function spawnFixture(fixture: string, args: string[] = [], cwd = ROOT): Child {
-  const proc = spawn(process.execPath, ['-r', REGISTER, path.join(__dirname, 'fixtures', fixture), ...args], { cwd });
+  const proc = spawn(process.execPath, ['-r', REGISTER, path.resolve(__dirname, 'fixtures', fixture), ...args], { cwd });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const waiters: Array<() => void> = [];
