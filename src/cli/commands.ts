@@ -13,7 +13,7 @@ import type { JobStatus } from '../job/status';
 import { getPoolStatus } from '../client/pool';
 import type { PoolState } from '../pool/state';
 import { startController } from '../controller';
-import { ledgerFromEnv } from '../ledger/open';
+import { defaultLedgerDir, ledgerToHost } from '../ledger/connect';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
@@ -139,9 +139,9 @@ export function registerCommands(program: Command): void {
         process.off('SIGINT', abort);
         process.off('SIGTERM', abort);
       }
-      const ledger = await ledgerFromEnv(process.env);
+      const ledger = await ledgerToHost(process.env, defaultLedgerDir(process.env), (line) => console.error(`telastic controller: ${line}`));
       const controller = await startController(native, co.namespace, flags.taskQueue, ledger);
-      console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})${ledger ? ', with the ledger (DATABASE_URL)' : ''}`);
+      console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})${ledger ? `, with the ledger (${ledger.where})` : ''}`);
       const stop = () => void controller.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

@@ -24,7 +24,7 @@ export interface DevController {
 }
 
 /** Starts a controller against the dev server at `address` (host:port) in `namespace`. */
-export type StartController = (address: string, namespace: string) => Promise<DevController>;
+export type StartController = (address: string, namespace: string, dbFile: string) => Promise<DevController>;
 
 export interface DevOptions {
   /** gRPC port of the frontend. CLI default 7233. */
@@ -84,7 +84,7 @@ export async function runDev(opts: DevOptions): Promise<number> {
     let controller: DevController | undefined;
     if (!opts.noController && opts.startController) {
       try {
-        controller = await opts.startController(server.address, namespace);
+        controller = await opts.startController(server.address, namespace, dbFile);
       } catch (err) {
         printError(`telastic dev: the controller did not start: ${(err as Error).message}`);
         stopping = true;

@@ -6,7 +6,8 @@ import { agentCommand, submitCommand } from './pool-commands';
 import { registerDevCommand } from './dev';
 import { UsageError } from './errors';
 import { startController } from '../controller';
-import { ledgerFromEnv } from '../ledger/open';
+import { ledgerToHost } from '../ledger/connect';
+import path from 'node:path';
 import { connectNative } from '../temporal/connect';
 
 /** Commands that parse their own argv (SCRIPT ARGS… pass through untouched). */
@@ -34,10 +35,17 @@ export async function main(argv: string[]): Promise<void> {
   program.command('agent').description('serve a pool: a long-lived node daemon (telastic agent --help)');
   registerCommands(program);
   registerDevCommand(program, {
-    startController: async (address, namespace) => {
+    startController: async (address, namespace, dbFile) => {
       installRuntime();
       const native = await connectNative({ address, namespace });
-      const ledger = await ledgerFromEnv(process.env);
+      // The embedded ledger lives beside dev's database (.telastic/ledger by default).
+      const dir = process.env.TELASTIC_LEDGER_DIR ?? path.join(path.dirname(dbFile), 'ledger');
+      const ledger = await ledgerToHost(process.env, dir, (line) => console.error(`telastic dev: ${line}`));
+      if (ledger) {
+        const shown = ledger.where === 'DATABASE_URL' ? ledger.where : path.relative(process.cwd(), dir) || '.';
+        const read = ['DATABASE_URL', '.telastic/ledger'].includes(shown) ? 'telastic history JOB' : `TELASTIC_LEDGER_DIR=${shown} telastic history JOB`;
+        console.log(`Ledger: ${shown} (read it with: ${read})`);
+      }
       const c = await startController(native, namespace, 'telastic', ledger);
       return { shutdown: async () => { await c.shutdown(); await native.close(); } };
     },

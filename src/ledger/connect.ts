@@ -18,6 +18,7 @@ import { hostEmbeddedLedger } from './embedded';
 import { LedgerLockedError, NoLedgerError } from './errors';
 import { migrate } from './migrate';
 import { openLedger } from './open';
+import { quarantinePolicy, type QuarantinePolicy } from './quarantine';
 
 export { LedgerLockedError, NoLedgerError } from './errors';
 
@@ -31,10 +32,10 @@ export interface LedgerConnection {
 const STARTING_MS = 60_000;
 const POLL_MS = 100;
 
-const defaultDir = (env: NodeJS.ProcessEnv) => env.TELASTIC_LEDGER_DIR ?? '.telastic/ledger';
+export const defaultLedgerDir = (env: NodeJS.ProcessEnv) => env.TELASTIC_LEDGER_DIR ?? '.telastic/ledger';
 
 /** The ledger for a writer that runs for long: PostgreSQL at DATABASE_URL, else the embedded one at `dir`, hosted here. */
-export async function hostLedger(env: NodeJS.ProcessEnv = process.env, dir = defaultDir(env)): Promise<LedgerConnection> {
+export async function hostLedger(env: NodeJS.ProcessEnv = process.env, dir = defaultLedgerDir(env)): Promise<LedgerConnection> {
   if (env.DATABASE_URL) {
     const pool = await openLedger(env.DATABASE_URL);
     return { pool, where: 'DATABASE_URL', close: () => pool.end() };
@@ -43,11 +44,42 @@ export async function hostLedger(env: NodeJS.ProcessEnv = process.env, dir = def
   return { pool: hosted.pool, where: dir, close: hosted.close };
 }
 
+/** How long a controller waits for the directory's lock (a reader may hold it for a moment) before it runs without a ledger. */
+const HOST_PATIENCE_MS = 15_000;
+
+/**
+ * The ledger a controller or `telastic dev` hosts, with the quarantine policy: PostgreSQL at
+ * DATABASE_URL, else the embedded one at `dir`. None with TELASTIC_LEDGER=off, or when another
+ * process keeps the directory (said in one line through `warn`: that controller runs without it).
+ * A bad policy variable throws before anything opens.
+ */
+export async function ledgerToHost(
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  warn: (line: string) => void,
+): Promise<(LedgerConnection & { policy: QuarantinePolicy }) | undefined> {
+  const policy = quarantinePolicy(env);
+  if (env.TELASTIC_LEDGER === 'off') return undefined;
+  const deadline = Date.now() + HOST_PATIENCE_MS;
+  for (;;) {
+    try {
+      return { ...(await hostLedger(env, dir)), policy };
+    } catch (err) {
+      if (!(err instanceof LedgerLockedError)) throw err;
+      if (Date.now() > deadline) {
+        warn(`${err.message}; this process runs without a ledger`);
+        return undefined;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
 /**
  * The ledger for a reader: PostgreSQL at DATABASE_URL; else the embedded one at `dir`, through the
  * process that hosts it, or hosted here when none does. NoLedgerError when `dir` does not exist.
  */
-export async function connectLedger(env: NodeJS.ProcessEnv = process.env, dir = defaultDir(env)): Promise<LedgerConnection> {
+export async function connectLedger(env: NodeJS.ProcessEnv = process.env, dir = defaultLedgerDir(env)): Promise<LedgerConnection> {
   if (env.DATABASE_URL) return connect(env.DATABASE_URL, 'DATABASE_URL');
   if (!existsSync(dir)) throw new NoLedgerError(dir);
   // Taking the lock decides atomically between hosting it here and connecting to its host. A host

@@ -4,9 +4,7 @@
  */
 import pg from 'pg';
 import { log } from '../log';
-import type { HostedLedger } from '../controller';
 import { migrate } from './migrate';
-import { quarantinePolicy } from './quarantine';
 
 export async function openLedger(url: string): Promise<pg.Pool> {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
@@ -16,10 +14,3 @@ export async function openLedger(url: string): Promise<pg.Pool> {
   return pool;
 }
 
-/** The ledger a controller hosts, from its environment: DATABASE_URL, or none. */
-export async function ledgerFromEnv(env: NodeJS.ProcessEnv): Promise<HostedLedger | undefined> {
-  const policy = quarantinePolicy(env);
-  if (!env.DATABASE_URL) return undefined;
-  const pool = await openLedger(env.DATABASE_URL);
-  return { pool, close: () => pool.end(), policy };
-}

@@ -3,11 +3,12 @@
  * `telastic run` agents, a worker that crashes once. PostgreSQL is stopped mid-job: the job runs
  * on, and once the database is back every record arrives exactly once.
  */
+import path from 'node:path';
 import pg from 'pg';
 import { jobTimeline } from '../../src/ledger/store';
 import { testAddress } from '../setup/temporal';
 import { startPostgres, type TestPostgres } from '../setup/postgres';
-import { FAST_RDZV, WORKER, e2eSuite, finish, startAgent, startTelastic, status, tmpDir, uniqueJobId, waitFor, waitForRound } from './harness';
+import { FAST_RDZV, WORKER, e2eSuite, type Agent, finish, startAgent, startTelastic, status, tmpDir, uniqueJobId, waitFor, waitForRound } from './harness';
 
 const e2e = e2eSuite();
 let db: TestPostgres;
@@ -26,7 +27,7 @@ afterAll(async () => {
 test('a job is recorded round by round; PostgreSQL stopped mid-job loses no record and doubles none', async () => {
   const job = uniqueJobId('ledger');
   const queue = `tq-${job}`;
-  const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], { DATABASE_URL: db.url });
+  const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], { DATABASE_URL: db.url, TELASTIC_LEDGER: undefined });
   e2e.agents.push(controller);
   await waitFor('the ledger migrated', async () => (await pool.query("SELECT to_regclass('rounds') AS t")).rows[0].t !== null, 30_000);
   const out = tmpDir('ledger');
@@ -55,13 +56,15 @@ test('a job is recorded round by round; PostgreSQL stopped mid-job loses no reco
   // Every record once: seqs are 1..n with no gap and no repeat across the tables.
   const seqs = [...t.rounds.map((r) => r.seq), ...t.failures.map((f) => f.seq), ...t.checkpoints.map((c) => c.seq), ...t.nodeEvents.map((e) => e.seq)];
   expect(new Set(seqs).size).toBe(seqs.length);
+  await stopLedgerHost(controller);
 });
 
 test('a node that fails twice is quarantined: the job goes on without it, and takes it back once released', async () => {
   const job = uniqueJobId('quarantine');
   const queue = `tq-${job}`;
-  const env = { DATABASE_URL: db.url, TELASTIC_QUARANTINE_AFTER: '2' };
-  e2e.agents.push(startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], env));
+  const env = { DATABASE_URL: db.url, TELASTIC_QUARANTINE_AFTER: '2', TELASTIC_LEDGER: undefined };
+  const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], env);
+  e2e.agents.push(controller);
   await waitFor('the ledger migrated', async () => (await pool.query("SELECT to_regclass('quarantine') AS t")).rows[0].t !== null, 30_000);
   const out = tmpDir('quarantine');
   // Rank 1 (group rank 1's only worker) crashes in the first two rounds: both failures are its node's.
@@ -90,4 +93,40 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
     return tl.job?.state === 'succeeded' ? tl : null;
   }, 60_000);
   expect(t.nodeEvents.filter((e) => e.nodeId === bad && ['quarantine', 'release'].includes(e.event)).map((e) => e.event)).toEqual(['quarantine', 'release']);
+  await stopLedgerHost(controller);
+});
+
+/** The ledger queue is one per namespace: a test's ledger host must not serve the next test's jobs. */
+async function stopLedgerHost(controller: Agent): Promise<void> {
+  controller.proc.kill('SIGTERM');
+  expect(await controller.exited).toBe(0);
+}
+
+test('with no DATABASE_URL a controller hosts the embedded ledger; history reads it alongside, and after the controller stopped', async () => {
+  const job = uniqueJobId('embedded');
+  const queue = `tq-${job}`;
+  const env = { DATABASE_URL: undefined, TELASTIC_LEDGER: undefined, TELASTIC_LEDGER_DIR: path.join(tmpDir('embedded'), 'ledger') };
+  const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], env);
+  e2e.agents.push(controller);
+  await waitFor('the controller hosting the ledger', () => controller.output().includes(`with the ledger (${env.TELASTIC_LEDGER_DIR})`), 60_000);
+  const out = tmpDir('embedded-out');
+  const agent = startAgent(testAddress(), 'embedded-a', ['--nnodes', '1', '--no-coordinator', '--task-queue', queue, '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out]);
+  e2e.agents.push(agent);
+  await waitForRound(e2e.conn, job, (s) => s.state === 'running');
+  finish(out);
+  expect(await agent.exited).toBe(0);
+
+  const history = async () => {
+    const h = startTelastic(`${job}-history`, ['history', job], env);
+    return { code: await h.exited, text: h.output() };
+  };
+  const alongside = await waitFor('the job recorded to its end', async () => {
+    const h = await history();
+    return h.code === 0 && h.text.includes('job succeeded') ? h : null;
+  }, 60_000);
+  expect(alongside.text).toMatch(/round 1 started · world size \d+ · nodes \(group rank\): embedded-a/);
+
+  await stopLedgerHost(controller);
+  const alone = await history(); // no host now: the command hosts the ledger for itself
+  expect(alone).toEqual(alongside);
 });

@@ -2,6 +2,8 @@
  * Starts the one Temporal dev server the suite shares (headless, free port, in-memory) and
  * publishes its address as TEMPORAL_ADDRESS and in a file test/setup/temporal.ts reads.
  * TELASTIC_TEST_TEMPORAL_ADDRESS=host:port reuses a server you already run instead.
+ * Controllers and `telastic dev` started by tests host no ledger (TELASTIC_LEDGER=off) unless the
+ * test gives them one: an embedded ledger would land in the repository's .telastic/.
  */
 import { writeFileSync } from 'node:fs';
 import { startDevServer } from '../../src/temporal/dev-server';
@@ -15,5 +17,6 @@ export default async function globalSetup(): Promise<void> {
     address = server.address;
   }
   process.env.TEMPORAL_ADDRESS = address;
+  process.env.TELASTIC_LEDGER = 'off';
   writeFileSync(addressFile(process.pid), JSON.stringify({ address }));
 }
