@@ -35,7 +35,8 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
   const drafts: Draft[] = [];
   if (!cursor) drafts.push({ kind: 'job', spec: s.spec as unknown as Record<string, unknown>, state: s.phase, ...(s.spec.pool ? { pool: s.spec.pool } : {}) });
 
-  const failure = s.lastFailure ?? s.pendingFailure;
+  // The pending failure is the newest: lastFailure is the one before, already recorded.
+  const failure = s.pendingFailure ?? s.lastFailure;
   const failureKey = failure ? `${failure.round}:${failure.nodeId}:${failure.rank ?? '-'}` : null;
   const newFailure = failure && failureKey && !c.failures.includes(failureKey) ? failure : null;
   const roundOver = c.open && (s.round !== c.round || s.phase !== 'running');

@@ -36,3 +36,18 @@ test('a job\'s life as records, numbered from 1, each change once', () => {
   expect(r.records.map((x) => x.seq)).toEqual([10, 11]);
   expect(step(r.c, s).kinds).toEqual([]);
 });
+
+test('a second failure ends its round as a failure, though the first is still the last settled one', () => {
+  const boom = (round: number) => ({ nodeId: 'b', rank: 1, exitCode: 3, signal: null, message: `boom ${round}`, round });
+  let s = running(initialState(spec, 0), 1, 'a', 'b');
+  let r = step(null, s);
+  s = { ...s, phase: 'restarting', pendingFailure: boom(1) };
+  r = step(r.c, s);
+  s = running(d.settleFailure(s).state, 2, 'a', 'b');
+  r = step(r.c, s);
+  expect(s.lastFailure).toEqual(boom(1));
+  s = { ...s, phase: 'restarting', pendingFailure: boom(2) };
+  r = step(r.c, s);
+  expect(r.kinds).toEqual(['roundEnded', 'failure']);
+  expect(r.records[0]).toMatchObject({ round: 2, reason: 'failure: boom 2' });
+});

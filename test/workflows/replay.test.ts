@@ -15,6 +15,9 @@
  * (granted both, one restart, succeeds), then one agent leaves (SIGTERM) and one is killed.
  *   pool-job.json        the submitted job (elasticJob with a pool: link, grants, release)
  *   pool.json            the pool (nodePool): registers, leases, grants, depart, a lapsed lease
+ * Recorded by scripts/record-ledger-histories.sh: a controller hosting the embedded ledger; a job
+ * whose node fails twice is quarantined (the job runs on without it), released, admitted again.
+ *   ledger-job.json      the job with its ledger outbox, quarantine checks and timer summaries
  */
 import { Worker } from '@temporalio/worker';
 import { readdirSync, readFileSync } from 'node:fs';
