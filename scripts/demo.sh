@@ -40,6 +40,15 @@ wait $A && echo && echo ">>> node-a: $(tail -n 1 "$WORK/node-a.log")"
 AGENTS=()
 grep -E 'resumed|step (100|200|300) ' "$WORK/node-a.log" | sed 's/^/    /'
 
+# The ledger (embedded, beside the dev server's database) has the job's story, rounds and failures.
+LEDGER="$(dirname "$DB")/ledger"
+for _ in $(seq 1 20); do
+  TELASTIC_LEDGER_DIR=$LEDGER telastic history "$JOB" 2>/dev/null | grep -q '^job .* · succeeded' && break; sleep 0.5
+done
+echo; echo ">>> the ledger: TELASTIC_LEDGER_DIR=$LEDGER npx telastic history $JOB"
+TELASTIC_LEDGER_DIR=$LEDGER telastic history "$JOB" | sed 's/^/    /' || true
+TELASTIC_LEDGER_DIR=$LEDGER telastic report "$JOB" --html "$WORK/report.html" | sed 's/^/    /' || true
+
 URL="http://localhost:$UI_PORT/namespaces/default/workflows/$JOB"
 echo; echo "logs: $WORK"
 echo "Web UI: $URL (until this script exits)"
