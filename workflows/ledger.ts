@@ -1,6 +1,6 @@
 /**
  * The job's ledger outbox (DESIGN.md, Ledger). A job asks once, at its start, whether a ledger
- * runs (a `ledgerProbe` on the ledger queue, answered within 5 s by a controller with a
+ * runs (a `ledgerProbe` on the ledger queue, answered within 60 s by a controller with a
  * database); a job started with no ledger records nothing. Otherwise it derives records from its
  * state (src/ledger/derive.ts), keeps them in its state (carried across continue-as-new) and
  * flushes them in order through `recordLedger` on the ledger queue, retried for as long as the
@@ -26,7 +26,10 @@ const BATCH = 100;
 
 const probe = wf.proxyActivities<LedgerActivities>({
   taskQueue: LEDGER_QUEUE,
-  scheduleToStartTimeout: '5s',
+  // Long enough for a ledger host that starts with the job (`telastic dev`'s first open of the
+  // embedded ledger takes 7-10 s); the job never waits on it. What ran before it answered is
+  // recorded from the job's state then (the current round, not rounds already over).
+  scheduleToStartTimeout: '60s',
   startToCloseTimeout: '10s',
   retry: { maximumAttempts: 1 },
   summary: 'is a ledger recording this job?',
@@ -47,7 +50,7 @@ const quarantine = wf.proxyActivities<LedgerActivities>({
   summary: 'which of these nodes are quarantined?',
 });
 
-/** Whether a ledger answers (false: none runs, or none within 5 s; the job then records nothing). */
+/** Whether a ledger answers (false: none runs, or none within 60 s; the job then records nothing). */
 export async function ledgerAvailable(): Promise<boolean> {
   return probe.ledgerProbe().then(() => true, () => false);
 }

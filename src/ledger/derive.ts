@@ -3,7 +3,7 @@
  * state it last recorded (a small cursor) with the current one and appends what changed to its
  * outbox. Nothing in the job's decisions knows about the ledger. Pure: workflow code runs it.
  */
-import type { JobState } from '../job/state';
+import type { Failure, JobState } from '../job/state';
 import type { LedgerRecord } from './records';
 
 export interface LedgerCursor {
@@ -35,13 +35,17 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
   const drafts: Draft[] = [];
   if (!cursor) drafts.push({ kind: 'job', spec: s.spec as unknown as Record<string, unknown>, state: s.phase, ...(s.spec.pool ? { pool: s.spec.pool } : {}) });
 
-  // The pending failure is the newest: lastFailure is the one before, already recorded.
-  const failure = s.pendingFailure ?? s.lastFailure;
-  const failureKey = failure ? `${failure.round}:${failure.nodeId}:${failure.rank ?? '-'}` : null;
-  const newFailure = failure && failureKey && !c.failures.includes(failureKey) ? failure : null;
+  // A failure is recorded once the job settled whom to blame (lastFailure, at the next prepare):
+  // when a node dies, the survivors' workers often fail first (connection reset), and the ledger
+  // counts failures per node for quarantine. A job that ends before settling records the pending one.
+  const ended = FINAL.includes(s.phase);
+  const failure = s.lastFailure && !c.failures.includes(failureKey(s.lastFailure)) ? s.lastFailure : ended ? s.pendingFailure : null;
+  const newFailure = failure && !c.failures.includes(failureKey(failure)) ? failure : null;
   const roundOver = c.open && (s.round !== c.round || s.phase !== 'running');
   if (roundOver) {
-    const reason = s.phase === 'succeeded' ? 'succeeded' : newFailure ? `failure: ${newFailure.message ?? `node ${newFailure.nodeId}`}` : s.cancelRequested ? 'cancelled' : 'membership change';
+    // Why the round ended is what ended it, blame settled or not.
+    const cause = s.pendingFailure ?? newFailure;
+    const reason = s.phase === 'succeeded' ? 'succeeded' : cause ? `failure: ${cause.message ?? `node ${cause.nodeId}`}` : s.cancelRequested ? 'cancelled' : 'membership change';
     drafts.push({ kind: 'roundEnded', round: c.round, reason });
   }
   if (newFailure) {
@@ -67,7 +71,6 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
     const members = s.members.map((m, groupRank) => ({ nodeId: m.nodeId, groupRank, address: m.address }));
     drafts.push({ kind: 'roundStarted', round: s.round, members, worldSize: s.members.reduce((n, m) => n + m.slots, 0) });
   }
-  const ended = FINAL.includes(s.phase);
   if (ended) drafts.push({ kind: 'jobEnded', state: s.phase });
 
   let seq = c.seq;
@@ -79,11 +82,15 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
       round: opens ? s.round : c.round,
       open: opens || (c.open && !roundOver),
       members: opens ? s.members.map((m) => m.nodeId) : c.members,
-      failures: failureKey && newFailure ? [...c.failures, failureKey].slice(-KEEP) : c.failures,
+      failures: newFailure ? [...c.failures, failureKey(newFailure)].slice(-KEEP) : c.failures,
       departures: [...c.departures, ...departures.map((d) => `${d.nodeId}@${d.round}`)].slice(-KEEP),
       checkpoint: s.checkpoint?.path ?? c.checkpoint,
       ended,
       ...(nowOut.length || wasOut.length ? { quarantined: nowOut.map((q) => q.nodeId) } : {}),
     },
   };
+}
+
+function failureKey(f: Failure): string {
+  return `${f.round}:${f.nodeId}:${f.rank ?? '-'}`;
 }

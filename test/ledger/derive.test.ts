@@ -20,16 +20,17 @@ test('a job\'s life as records, numbered from 1, each change once', () => {
   r = step(r.c, s);
   expect(r.kinds).toEqual(['join:a', 'join:b', 'roundStarted']);
   expect(step(r.c, s).kinds).toEqual([]); // nothing changed, nothing recorded
-  // Worker failure on b, then b is lost: one round end, one failure, one departure.
+  // Worker failure on b, then b is lost: the round ends, b departs; the failure waits for blame.
   s = d.applyDeparture({ ...s, phase: 'restarting', pendingFailure: { nodeId: 'b', rank: 3, exitCode: 1, signal: null, message: 'boom', round: 1 } }, 'b', 'lost');
   r = step(r.c, s);
-  expect(r.kinds).toEqual(['roundEnded', 'failure', 'lost:b']);
+  expect(r.kinds).toEqual(['roundEnded', 'lost:b']);
   expect(r.records[0]).toMatchObject({ round: 1, reason: 'failure: boom' });
-  s = d.settleFailure(s).state; // the same failure, now lastFailure: not recorded again
+  s = d.settleFailure(s).state; // blame settled: now it is recorded, once
   s = { ...running(s, 2, 'a'), checkpoint: { path: '/c/1', step: 10, time: 't' } };
   r = step(r.c, s);
-  expect(r.kinds).toEqual(['checkpoint', 'roundStarted']);
-  expect(r.records[0]).toMatchObject({ chosenForRound: 2 });
+  expect(r.kinds).toEqual(['failure', 'checkpoint', 'roundStarted']);
+  expect(r.records[0]).toMatchObject({ round: 1, nodeId: 'b', rank: 3 });
+  expect(r.records[1]).toMatchObject({ chosenForRound: 2 });
   s = { ...s, phase: 'succeeded' };
   r = step(r.c, s);
   expect(r.kinds).toEqual(['roundEnded', 'jobEnded']);
@@ -48,6 +49,29 @@ test('a second failure ends its round as a failure, though the first is still th
   expect(s.lastFailure).toEqual(boom(1));
   s = { ...s, phase: 'restarting', pendingFailure: boom(2) };
   r = step(r.c, s);
-  expect(r.kinds).toEqual(['roundEnded', 'failure']);
+  expect(r.kinds).toEqual(['roundEnded']);
   expect(r.records[0]).toMatchObject({ round: 2, reason: 'failure: boom 2' });
+  r = step(r.c, d.settleFailure(s).state);
+  expect(r.records).toEqual([expect.objectContaining({ kind: 'failure', round: 2, message: 'boom 2' })]);
+});
+
+test('when a node dies the blamed node is recorded, not the survivor whose worker failed first', () => {
+  let s = running(initialState(spec, 0), 1, 'a', 'b');
+  let r = step(null, s);
+  const symptom = { nodeId: 'a', rank: 0, exitCode: 1, signal: null, message: 'gloo: connection reset by peer', round: 1 };
+  s = { ...s, phase: 'restarting', pendingFailure: symptom };
+  r = step(r.c, s);
+  s = d.applyDeparture(s, 'b', 'lost');
+  s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, 'b', 'did not answer')) };
+  r = step(r.c, s);
+  r = step(r.c, running(d.settleFailure(s).state, 2, 'a'));
+  expect(r.records.filter((x) => x.kind === 'failure')).toEqual([expect.objectContaining({ nodeId: 'b', rank: null })]);
+});
+
+test('a job that fails before settling blame records its pending failure', () => {
+  let s = running(initialState(spec, 0), 1, 'a');
+  let r = step(null, s);
+  s = { ...s, phase: 'failed', pendingFailure: { nodeId: 'a', rank: 0, exitCode: 2, signal: null, message: 'bad', round: 1 } };
+  r = step(r.c, s);
+  expect(r.kinds).toEqual(['roundEnded', 'failure', 'jobEnded']);
 });
