@@ -81,6 +81,23 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
   expect(before.failures.map((f) => f.nodeId)).toEqual([bad, bad]);
   await waitFor('the quarantine recorded', async () => (await jobTimeline(pool, job)).nodeEvents.some((e) => e.event === 'quarantine' && e.nodeId === bad), 30_000);
 
+  // The next job: the quarantined node joins it too (another agent with its node id) and is kept
+  // out; the job runs on the other node. Its first round may form before the ledger answered (the
+  // job probes the ledger first): the answer then re-forms it without the node, spending no restart.
+  const next = `${job}-next`;
+  const nextOut = tmpDir('quarantine-next');
+  const nextArgs = ['--nnodes', '1:2', '--no-coordinator', '--task-queue', queue, '--rdzv-id', next, ...FAST_RDZV, WORKER, '--out', nextOut];
+  const nextAgents = [
+    startTelastic(`${bad}-next`, ['run', '--rdzv-endpoint', testAddress(), '--node-id', bad, '--local-addr', '127.0.0.1', ...nextArgs]),
+    startAgent(testAddress(), 'quarantine-c', nextArgs),
+  ];
+  e2e.agents.push(...nextAgents);
+  const nextKept = await waitForRound(e2e.conn, next, (s) => s.state === 'running' && !!s.quarantined?.length && s.worldSize === 1);
+  expect(nextKept.restarts).toBe(0);
+  expect(nextKept.nodes.map((n) => [n.nodeId, n.state]).sort()).toEqual([[bad, 'quarantined'], ['quarantine-c', 'running']]);
+  finish(nextOut);
+  expect(await Promise.all(nextAgents.map((a) => a.exited))).toEqual([0, 0]);
+
   // Released by an operator (`telastic nodes --release`): the job learns within its 15 s recheck and admits the node again.
   const release = startTelastic(`${job}-release`, ['nodes', '--release', bad], env);
   expect(await release.exited).toBe(0);
