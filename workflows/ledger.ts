@@ -109,9 +109,17 @@ function quarantineWatch() {
   let failure = false;
   let lastCheck = Date.now();
   const nodes = (s: JobState) => [...s.members, ...s.waiting];
+  // Conditions run on every event: scan the nodes only when the lists changed since the last scan.
+  let scanned: { members: JobState['members']; waiting: JobState['waiting']; unseen: boolean } | null = null;
+  const unseen = (s: JobState): boolean => {
+    if (scanned?.members !== s.members || scanned.waiting !== s.waiting) {
+      scanned = { members: s.members, waiting: s.waiting, unseen: nodes(s).some((n) => !seen.has(`${n.nodeId}@${n.joinedAt}`)) };
+    }
+    return scanned.unseen;
+  };
   return {
     due(s: JobState): boolean {
-      if (failure || nodes(s).some((n) => !seen.has(`${n.nodeId}@${n.joinedAt}`))) return true;
+      if (failure || unseen(s)) return true;
       return !!s.quarantined?.length && Date.now() - lastCheck >= RECHECK_MS;
     },
     /** Ms until the next release check, or null when no node is kept out. */
@@ -126,6 +134,7 @@ function quarantineWatch() {
       failure = false;
       lastCheck = Date.now();
       for (const n of asked) seen.add(`${n.nodeId}@${n.joinedAt}`);
+      scanned = null;
       const answer = await quarantine.ledgerQuarantine(asked.map((n) => n.nodeId)).catch(() => null);
       if (answer) set(applyQuarantine(get(), answer));
     },

@@ -5,11 +5,13 @@
  * count again. The verdict is a pure function; `checkQuarantine` reads and writes the ledger.
  *
  * The policy is the ledger host's (controller, `telastic dev`): TELASTIC_QUARANTINE_AFTER (default
- * 3; 0 turns quarantine off) and TELASTIC_QUARANTINE_WINDOW (default 1h; `ms` syntax: 90s, 30m, 2d).
+ * 3; 0 turns quarantine off) and TELASTIC_QUARANTINE_WINDOW (default 1h; 90s, 30m, 1h30m, 2d; a bare
+ * number is seconds), parsed as `telastic nodes --window` is.
  */
-import ms from 'ms';
 import type pg from 'pg';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { durationToMs, intAtLeast, parseValue } from '../cli/values';
+import { formatDuration } from './format';
 
 export interface QuarantinePolicy {
   /** Failures within the window that quarantine a node; 0: never. */
@@ -24,26 +26,15 @@ export interface Quarantine {
 
 export const DEFAULT_QUARANTINE: QuarantinePolicy = { failures: 3, windowMs: 3_600_000 };
 
-const after = z.string().regex(/^\s*\d+\s*$/, 'must be an integer >= 0').transform(Number);
-const window = z.string().transform((s, ctx) => {
-  const v = ms(s.trim() as ms.StringValue) as number | undefined;
-  if (typeof v === 'number' && Number.isFinite(v) && v > 0) return v;
-  ctx.addIssue({ code: 'custom', message: 'must be a duration such as 90s, 30m, 1h or 2d' });
-  return z.NEVER;
-});
-
-/** The policy from the environment; a bad value is one line naming the variable. */
+/** The policy from the environment; a bad value is one line naming the variable (UsageError). */
 export function quarantinePolicy(env: NodeJS.ProcessEnv): QuarantinePolicy {
-  const read = <T>(name: string, schema: z.ZodType<T, z.ZodTypeDef, string>, fallback: T): T => {
+  const read = <T extends z.ZodTypeAny>(name: string, schema: T, fallback: z.output<T>): z.output<T> => {
     const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const r = schema.safeParse(raw);
-    if (!r.success) throw new Error(`${name}=${raw}: ${r.error.issues[0]?.message ?? 'invalid value'}`);
-    return r.data;
+    return raw === undefined || raw === '' ? fallback : parseValue(schema, { raw, from: name });
   };
   return {
-    failures: read('TELASTIC_QUARANTINE_AFTER', after, DEFAULT_QUARANTINE.failures),
-    windowMs: read('TELASTIC_QUARANTINE_WINDOW', window, DEFAULT_QUARANTINE.windowMs),
+    failures: read('TELASTIC_QUARANTINE_AFTER', intAtLeast(0), DEFAULT_QUARANTINE.failures),
+    windowMs: read('TELASTIC_QUARANTINE_WINDOW', durationToMs, DEFAULT_QUARANTINE.windowMs),
   };
 }
 
@@ -64,7 +55,7 @@ export function quarantineVerdict(failures: NodeFailure[], policy: QuarantinePol
   if (counted.length < policy.failures) return null;
   const jobs = new Set(counted.map((f) => f.jobId));
   const last = counted[counted.length - 1];
-  return `${counted.length} failures in ${ms(policy.windowMs, { long: true })} (${jobs.size} job${jobs.size === 1 ? '' : 's'}); last: ${last.message ?? 'no message'}`;
+  return `${counted.length} failures in ${formatDuration(policy.windowMs)} (${jobs.size} job${jobs.size === 1 ? '' : 's'}); last: ${last.message ?? 'no message'}`;
 }
 
 /**

@@ -74,7 +74,7 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
 
   const kept = await waitForRound(e2e.conn, job, (s) => s.state === 'running' && !!s.quarantined?.length && s.worldSize === 1);
   const bad = kept.quarantined![0].nodeId;
-  expect(kept.quarantined![0].reason).toMatch(/^2 failures in 1 hour \(1 job\); last: /);
+  expect(kept.quarantined![0].reason).toMatch(/^2 failures in 1h00m \(1 job\); last: /);
   expect(kept.nodes.find((n) => n.nodeId === bad)?.state).toBe('quarantined');
   expect(kept.nodes.find((n) => n.state === 'running')?.nodeId).not.toBe(bad);
   const before = await jobTimeline(pool, job);

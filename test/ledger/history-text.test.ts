@@ -82,12 +82,12 @@ test('a job not ended shows what its rounds say, not the state it was recorded w
 test('a quarantine says why; a release says so', () => {
   const t = job({
     nodeEvents: [
-      { seq: 1, nodeId: 'b', event: 'quarantine', cause: '3 failures in 1 hour (2 jobs); last: boom', at: at(1) },
+      { seq: 1, nodeId: 'b', event: 'quarantine', cause: '3 failures in 1h00m (2 jobs); last: boom', at: at(1) },
       { seq: 2, nodeId: 'b', event: 'release', cause: null, at: at(2) },
     ],
   });
   expect(historyText(t, new Date(0)).split('\n').slice(4, 6)).toEqual([
-    '     +1.0s  node b quarantined: 3 failures in 1 hour (2 jobs); last: boom',
+    '     +1.0s  node b quarantined: 3 failures in 1h00m (2 jobs); last: boom',
     '     +2.0s  node b released from quarantine',
   ]);
 });

@@ -34,7 +34,7 @@ test('failures across jobs quarantine a node once; the others are not; a release
   await writeRecords(pool, failingJob('q-2', 'bad', [now - 30_000]));
   await writeRecords(pool, failingJob('q-3', 'flaky', [now - 7_200_000, now - 20_000, now - 10_000]));
   const first = await checkQuarantine(pool, ['bad', 'flaky', 'fine'], policy, now);
-  expect(first).toEqual([{ nodeId: 'bad', reason: '3 failures in 1 hour (2 jobs); last: boom 1' }]);
+  expect(first).toEqual([{ nodeId: 'bad', reason: '3 failures in 1h00m (2 jobs); last: boom 1' }]);
   // Asked again (another job, later): the same row, the first reason.
   expect(await checkQuarantine(pool, ['bad'], policy, now + 1000)).toEqual(first);
   expect((await pool.query('SELECT count(*)::int AS n FROM quarantine')).rows[0].n).toBe(1);
@@ -42,5 +42,5 @@ test('failures across jobs quarantine a node once; the others are not; a release
   await pool.query('UPDATE quarantine SET released_at = $2 WHERE node_id = $1', ['bad', new Date(now + 2000)]);
   expect(await checkQuarantine(pool, ['bad'], policy, now + 3000)).toEqual([]);
   await writeRecords(pool, failingJob('q-4', 'bad', [now + 4000, now + 5000, now + 6000]));
-  expect(await checkQuarantine(pool, ['bad'], policy, now + 7000)).toEqual([{ nodeId: 'bad', reason: '3 failures in 1 hour (1 job); last: boom 3' }]);
+  expect(await checkQuarantine(pool, ['bad'], policy, now + 7000)).toEqual([{ nodeId: 'bad', reason: '3 failures in 1h00m (1 job); last: boom 3' }]);
 });

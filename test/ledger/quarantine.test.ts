@@ -14,7 +14,7 @@ describe('quarantineVerdict', () => {
   const now = 10 * H;
   test('N failures within the window quarantine; N-1 do not', () => {
     expect(quarantineVerdict([f(now - 3), f(now - 2)], policy, now, null)).toBeNull();
-    expect(quarantineVerdict([f(now - 3), f(now - 2, 'j2'), f(now - 1, 'j2', 'exit 1')], policy, now, null)).toBe('3 failures in 1 hour (2 jobs); last: exit 1');
+    expect(quarantineVerdict([f(now - 3), f(now - 2, 'j2'), f(now - 1, 'j2', 'exit 1')], policy, now, null)).toBe('3 failures in 1h00m (2 jobs); last: exit 1');
   });
   test('failures older than the window, or before the last release, do not count', () => {
     expect(quarantineVerdict([f(now - H - 1), f(now - 2), f(now - 1)], policy, now, null)).toBeNull();
@@ -29,12 +29,12 @@ describe('quarantineVerdict', () => {
 describe('quarantinePolicy', () => {
   test('defaults, and values from the environment', () => {
     expect(quarantinePolicy({})).toEqual(DEFAULT_QUARANTINE);
-    expect(quarantinePolicy({ TELASTIC_QUARANTINE_AFTER: '2', TELASTIC_QUARANTINE_WINDOW: '30m' })).toEqual({ failures: 2, windowMs: 1_800_000 });
+    expect(quarantinePolicy({ TELASTIC_QUARANTINE_AFTER: '2', TELASTIC_QUARANTINE_WINDOW: '1h30m' })).toEqual({ failures: 2, windowMs: 5_400_000 });
     expect(quarantinePolicy({ TELASTIC_QUARANTINE_AFTER: '0' }).failures).toBe(0);
   });
   test('a bad value is one line naming the variable', () => {
-    expect(() => quarantinePolicy({ TELASTIC_QUARANTINE_AFTER: 'three' })).toThrow('TELASTIC_QUARANTINE_AFTER=three: must be an integer >= 0');
-    expect(() => quarantinePolicy({ TELASTIC_QUARANTINE_WINDOW: 'soon' })).toThrow('TELASTIC_QUARANTINE_WINDOW=soon: must be a duration such as 90s, 30m, 1h or 2d');
+    expect(() => quarantinePolicy({ TELASTIC_QUARANTINE_AFTER: 'three' })).toThrow('TELASTIC_QUARANTINE_AFTER three: must be an integer >= 0');
+    expect(() => quarantinePolicy({ TELASTIC_QUARANTINE_WINDOW: 'soon' })).toThrow('TELASTIC_QUARANTINE_WINDOW soon: expected a duration such as 90s, 30m, 24h or 7d');
   });
 });
 
@@ -42,7 +42,7 @@ describe('a job keeps quarantined nodes out', () => {
   const spec = jobSpecSchema.parse({ jobId: 'j', minNodes: 1, maxNodes: 3, nprocPerNode: 2, entrypoint: { script: 't.py', args: [] } });
   const node = (nodeId: string, joinedAt = 0) => ({ nodeId, address: `${nodeId}.local`, slots: 2, joinedAt });
   const running = (...ids: string[]): JobState => ({ ...initialState(spec, 0), phase: 'running', round: 1, members: ids.map((id) => node(id)) });
-  const out = [{ nodeId: 'b', reason: '3 failures in 1 hour (1 job); last: boom' }];
+  const out = [{ nodeId: 'b', reason: '3 failures in 1h00m (1 job); last: boom' }];
 
   test('a quarantined member interrupts the round; the next round forms without it, and it is parked, not a spare', () => {
     const s = d.applyQuarantine(running('a', 'b', 'c'), out);
