@@ -3,18 +3,21 @@
  * server bound to 0.0.0.0 in the root namespace, reached at the bridge's address, and one agent
  * per host with `--local-addr` its own address. One job walks through the file's tests in order:
  * MASTER_ADDR is a host's address; a host whose link is cut is dropped, and once healed kills its
- * stale workers and rejoins; a cut master host makes the job re-form around a new master.
+ * stale workers and rejoins; a cut master host makes the job re-form around a new master. Then
+ * real DDP (PyTorch, gloo) on two hosts, its master host cut mid-training.
  * Needs root (`ip netns add`); skipped, saying why, where that is refused.
  */
-import { readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { JobStatus } from '../../src/job/status';
 import type { DevServer } from '../../src/temporal/dev-server';
 import { makeHosts, netnsRefusal, type TestHost, type TestHosts } from '../setup/netns';
 import { startPrivateServer } from '../setup/temporal';
-import { FAST_RDZV, WORKER, alive, finish, recordedEnvs, startTelastic, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { FAST_RDZV, ROOT, WORKER, alive, finish, recordedEnvs, startTelastic, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
 
+const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
+const TRAIN = path.join(ROOT, 'examples', 'train.py');
 const refused = netnsRefusal();
 if (refused) console.log(`skipping the multi-host tests: ${refused}`);
 
@@ -22,6 +25,7 @@ if (refused) console.log(`skipping the multi-host tests: ${refused}`);
   let net: TestHosts | undefined;
   let server: DevServer | undefined;
   let conn: Connection | undefined;
+  let address = '';
   const agents: Agent[] = [];
   const out = tmpDir('hosts');
   const job = uniqueJobId('hosts');
@@ -32,7 +36,7 @@ if (refused) console.log(`skipping the multi-host tests: ${refused}`);
   beforeAll(async () => {
     net = makeHosts(3);
     server = await startPrivateServer({ ip: '0.0.0.0' });
-    const address = `${net.serverIp}:${server.address.split(':').pop()}`;
+    address = `${net.serverIp}:${server.address.split(':').pop()}`;
     conn = await Connection.connect({ address });
     for (const [i, h] of net.hosts.entries()) {
       const args = ['run', '--rdzv-endpoint', address, '--node-id', nodeId(i), '--local-addr', h.ip, '--nnodes', '2:3', '--max-restarts', '5', '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out];
@@ -103,4 +107,37 @@ if (refused) console.log(`skipping the multi-host tests: ${refused}`);
     expect(await Promise.all(agents.map((a) => a.exited))).toEqual([0, 0, 0]);
     expect((await status(c(), job)).state).toBe('succeeded');
   });
+
+  test('real DDP (gloo) on two hosts: the master host cut mid-training, the survivor resumes from the checkpoint and finishes', async () => {
+    const dir = tmpDir('hosts-torch');
+    const torchJob = uniqueJobId('hosts-torch');
+    const progressFile = path.join(dir, 'progress.log');
+    /** `[step, world size]` per step, from rank 0. */
+    const progress = () => (existsSync(progressFile) ? readFileSync(progressFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => l.split(' ').slice(0, 2).map(Number)) : []);
+    const pair = net!.hosts.slice(0, 2).map((h, i) => {
+      const id = `${nodeId(i)}t`;
+      const args = ['run', '--rdzv-endpoint', address, '--node-id', id, '--local-addr', h.ip, '--nnodes', '1:2', '--max-restarts', '3', '--rdzv-id', torchJob,
+        '--checkpoint-dir', path.join(dir, 'ckpt'), ...FAST_RDZV, TRAIN, '--steps', '60', '--ckpt-every', '10', '--progress', progressFile];
+      // Every namespace has the machine's hostname, which gloo would bind to: name the interface.
+      const a = startTelastic(id, args, { PYTHON_EXEC: PYTHON, GLOO_SOCKET_IFNAME: 'eth0' }, net!.exec(h, []));
+      agents.push(a);
+      return a;
+    });
+    await waitFor('step 25 at world size 2', () => progress().some(([step, world]) => step >= 25 && world === 2), 120_000);
+    const master = members(await status(c(), torchJob))[0];
+    const masterHost = hostOf(master.nodeId.slice(0, -1));
+    // The survivor's rank now waits in an all-reduce for a peer whose packets are dropped.
+    net!.cut(masterHost);
+    const survivor = pair.find((a) => a.nodeId !== master.nodeId)!;
+    expect(await survivor.exited).toBe(0);
+    const lines = progress();
+    expect(lines.at(-1)).toEqual([60, 1]);
+    const resumed = lines.findIndex(([, world]) => world === 1);
+    expect((lines[resumed][0] - 1) % 10).toBe(0); // from a checkpoint, not from scratch
+    expect(lines[resumed][0]).toBeGreaterThan(10);
+    // Blame the cause: the cut host, not the survivor whose collective broke.
+    expect(await status(c(), torchJob)).toMatchObject({ state: 'succeeded', restarts: 1, lastFailure: { nodeId: master.nodeId, rank: null } });
+    net!.heal(masterHost);
+    expect(await pair.find((a) => a !== survivor)!.exited).toBe(0); // healed, it hears the job is over
+  }, 180_000);
 });
