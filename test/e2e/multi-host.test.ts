@@ -7,7 +7,8 @@
  * real DDP (PyTorch, gloo) on two hosts, its master host cut mid-training.
  * Needs root (`ip netns add`); skipped, saying why, where that is refused.
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { JobStatus } from '../../src/job/status';
@@ -51,6 +52,7 @@ if (refused) console.log(`skipping the multi-host tests: ${refused}`);
     await conn?.close().catch(() => undefined);
     await server?.stop();
     net?.destroy();
+    for (const a of agents) rmSync(path.join(os.tmpdir(), 'telastic-test-state', a.nodeId), { recursive: true, force: true });
   }, 30_000);
 
   /** Running members in group-rank order. */

@@ -8,7 +8,7 @@
  * Needs root (CAP_NET_ADMIN and the right to mount /run/netns). Every name starts with
  * `tl<pid>` (at most 15 characters for interfaces), so parallel test runs never share one, and
  * `destroy()` removes all of it, ending processes still inside the namespaces, also after a setup
- * that failed half way.
+ * that failed half way, and runs by itself on a process exit that skipped it (not on a kill).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 
@@ -78,7 +78,10 @@ export function makeHosts(n: number): TestHosts {
     made.hosts = [];
     if (made.bridge) spawnSync('ip', ['link', 'del', bridge]);
     made.bridge = false;
+    process.removeListener('exit', destroy);
   };
+  // Also when the process exits without calling it (process.exit; not when killed by a signal).
+  process.once('exit', destroy);
 
   try {
     ip('link', 'add', bridge, 'type', 'bridge');
