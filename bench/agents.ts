@@ -27,9 +27,14 @@ export function startAgent(address: string, nodeId: string, args: string[], env:
   return startTelastic(nodeId, ['run', ...(address ? ['--rdzv-endpoint', address] : []), '--node-id', nodeId, '--local-addr', '127.0.0.1', ...args], env);
 }
 
-/** Start `telastic ARGS…` (any command); `name` keeps its state directory apart from others'. */
-export function startTelastic(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Agent {
-  const proc = spawn(process.execPath, [BIN, ...args], {
+/**
+ * Start `telastic ARGS…` (any command); `name` keeps its state directory apart from others'.
+ * `launcher` runs it through another command that execs it (e.g. `ip netns exec NS`), so the
+ * child's pid is still the agent's.
+ */
+export function startTelastic(name: string, args: string[], env: NodeJS.ProcessEnv = {}, launcher: readonly string[] = []): Agent {
+  const argv = [...launcher, process.execPath, BIN, ...args];
+  const proc = spawn(argv[0], argv.slice(1), {
     env: definedOnly({ ...process.env, TELASTIC_STATE_DIR: path.join(os.tmpdir(), 'telastic-test-state', name), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
