@@ -23,9 +23,9 @@ const UNTRUSTED = /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABL
 /** TLS alerts a server sends when it does not accept our client certificate. */
 const CLIENT_CERT_REFUSED = /alert (unknown ca|bad certificate|certificate unknown|unsupported certificate|certificate revoked|certificate expired|access denied|decrypt error)/;
 
-/** The alert in an OpenSSL message (`…:tlsv13 alert certificate required:…`), or the message's first part. */
+/** OpenSSL's reason in its message (`…:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca:…`), or the message. */
 function alertOf(message: string): string {
-  return /(?:tlsv1\d?|sslv3) alert [a-z ]+/.exec(message)?.[0] ?? message.split('\n')[0];
+  return /SSL routines:[^:]*:([^:]+)/.exec(message)?.[1] ?? message.split('\n')[0];
 }
 
 /**
