@@ -40,13 +40,13 @@ function openssl(dir: string, args: string[]): void {
 
 /** A CA `name` (self-signed, 1 day). */
 function makeCa(dir: string, name: string): void {
-  openssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=telastic test ${name}`, '-keyout', `${name}.key`, '-out', `${name}.crt`]);
+  openssl(dir, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=telastic test ${name}`, '-keyout', `${name}.key`, '-out', `${name}.crt`]);
 }
 
 /** A certificate `name` signed by CA `ca`, with the extensions given. */
 function makeLeaf(dir: string, name: string, ca: string, cn: string, ext: string): void {
   writeFileSync(path.join(dir, `${name}.ext`), ext);
-  openssl(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${cn}`, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
+  openssl(dir, ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${cn}`, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
   openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '1', '-extfile', `${name}.ext`, '-out', `${name}.crt`]);
 }
 
