@@ -110,7 +110,8 @@ export async function explained<T>(config: ConnectionConfig, attempt: () => Prom
   } catch (err) {
     const v = classify(err);
     if (v.kind === 'refused') throw new TemporalRefusedError(config.address, credentialsRefused(v.reason, v.code, config.apiKey !== undefined), { cause: err });
-    const usesTls = config.tls !== undefined && config.tls !== false ? true : config.tls === undefined && config.apiKey !== undefined;
+    // The SDK turns TLS on for an API key unless told `tls: false`.
+    const usesTls = config.tls ? true : config.tls === undefined && config.apiKey !== undefined;
     if (usesTls && v.kind !== 'namespace') {
       const problem = await tlsProblem(config);
       if (problem) throw new TemporalRefusedError(config.address, problem, { cause: err });
