@@ -97,6 +97,7 @@ test('a job runs end to end through TLS: the agent with --tls-ca-path, the contr
   expect(cancelled.stdout + cancelled.stderr).toMatch(new RegExp(`^(job ${job}: cancel requested|telastic: job ${job} not found)\n$`));
   controller.proc.kill('SIGTERM');
   expect(await controller.exited).toBe(0);
+  rmSync(out, { recursive: true, force: true });
 });
 
 test('each refusal ends the command at once with one line and exit 1, from both SDK clients', async () => {
