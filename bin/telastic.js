@@ -8,6 +8,15 @@ function fatal(err) {
   if (process.env.TELASTIC_DEBUG) console.error(err);
   process.exit(1);
 }
+// grpc-js sends an IP address as the TLS server name (SNI) when connecting to one, and Node
+// warns about that on stderr (DEP0123) the first time: noise in front of telastic's own line,
+// and nothing the user can change. Every other warning is shown as usual.
+const emitWarning = process.emitWarning;
+process.emitWarning = function (warning, ...rest) {
+  const code = typeof rest[0] === 'object' && rest[0] !== null ? rest[0].code : rest[1];
+  if (code === 'DEP0123') return;
+  return emitWarning.call(process, warning, ...rest);
+};
 process.on('uncaughtException', fatal);
 process.on('unhandledRejection', fatal);
 require('../lib/src/cli/main.js')

@@ -10,6 +10,11 @@ export type Verdict =
   | { kind: 'transient'; reason: string }
   /** The server said the namespace does not exist: warm-up, or really missing (see retry.ts). */
   | { kind: 'namespace'; namespace: string }
+  /**
+   * The server (or a proxy in front of it) refused our credentials: UNAUTHENTICATED or
+   * PERMISSION_DENIED. Waiting does not help; `reason` is the code and the server's words.
+   */
+  | { kind: 'refused'; code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED'; reason: string }
   /** Anything else (a rejected input, a failed job, a bug): not ours to retry. */
   | { kind: 'fatal' };
 
@@ -38,6 +43,22 @@ const TRANSIENT_MESSAGES: [RegExp, string][] = [
   [/UNAVAILABLE/, 'UNAVAILABLE'],
   [/RESOURCE_EXHAUSTED/, 'RESOURCE_EXHAUSTED'],
 ];
+/**
+ * Credentials refused, by number (grpc-js) and in core's words: tonic prints a status code by its
+ * description (`code: 'The request does not have valid authentication credentials', message: "…"`).
+ */
+const REFUSED_CODES: Record<number, 'UNAUTHENTICATED' | 'PERMISSION_DENIED'> = { 16: 'UNAUTHENTICATED', 7: 'PERMISSION_DENIED' };
+const REFUSED_MESSAGES: [RegExp, 'UNAUTHENTICATED' | 'PERMISSION_DENIED'][] = [
+  [/valid authentication credentials|code: Unauthenticated\b|\bUNAUTHENTICATED\b/, 'UNAUTHENTICATED'],
+  [/does not have permission to execute|code: PermissionDenied\b|\bPERMISSION_DENIED\b/, 'PERMISSION_DENIED'],
+];
+
+/** The server's words in a refusal: grpc-js's `details`, or core's `message: "…"`. */
+function refusal(code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED', e: ErrorLike, message: string): Verdict {
+  const details = typeof e.details === 'string' ? e.details : /message: "([^"]*)"/.exec(message)?.[1];
+  return { kind: 'refused', code, reason: details ? `${code}: ${details}` : code };
+}
+
 /** The server's own wording for a missing namespace, from describeNamespace and core. */
 const NAMESPACE_MESSAGE = /Namespace (\S+?)'? (?:is not found|was not found)/;
 
@@ -55,6 +76,7 @@ const FATAL_NAMES = new Set([
   'UsageError',
   'TemporalUnavailableError',
   'NamespaceMissingError',
+  'TemporalRefusedError',
 ]);
 
 interface ErrorLike {
@@ -62,6 +84,8 @@ interface ErrorLike {
   message?: unknown;
   code?: unknown;
   namespace?: unknown;
+  /** grpc-js: the status message without its code. */
+  details?: unknown;
   cause?: unknown;
 }
 
@@ -83,6 +107,8 @@ function one(e: ErrorLike): Verdict | null {
   // Core: "Namespace x was not found or otherwise could not be described: Status { code: NotFound …";
   // the same wording with another code is an overloaded server, handled below.
   if (ns && (!/code: (\w+)/.test(message) || /code: NotFound/.test(message))) return { kind: 'namespace', namespace: ns[1].replace(/^'/, '') };
+  if (typeof e.code === 'number' && REFUSED_CODES[e.code]) return refusal(REFUSED_CODES[e.code], e, message);
+  for (const [re, code] of REFUSED_MESSAGES) if (re.test(message)) return refusal(code, e, message);
   if (typeof e.code === 'number' && TRANSIENT_CODES[e.code]) return { kind: 'transient', reason: TRANSIENT_CODES[e.code] };
   if (typeof e.code === 'string' && /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH)$/.test(e.code)) {
     return { kind: 'transient', reason: e.code === 'ECONNREFUSED' ? 'connection refused' : e.code };

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { Connection, type TLSConfig } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { ConnectionOptions } from '../cli/connection-options';
+import { explained } from './refusal';
 import { withRetry } from './retry';
 
 /** How long to wait for Temporal, and how the user changes it (named in the give-up line). */
@@ -64,14 +65,14 @@ export async function toConnectionConfig(opts: ConnectionOptions): Promise<Conne
 /** A client connection (`@temporalio/client`) to the frontend `opts.address`; waits when given `wait`. */
 export async function connect(opts: ConnectionOptions, wait?: Wait): Promise<Connection> {
   const config = await toConnectionConfig(opts);
-  const once = (leftMs = Infinity) => Connection.connect({ ...config, connectTimeout: Math.max(500, Math.min(ATTEMPT_TIMEOUT_MS, leftMs)) });
+  const once = (leftMs = Infinity) => explained(config, () => Connection.connect({ ...config, connectTimeout: Math.max(500, Math.min(ATTEMPT_TIMEOUT_MS, leftMs)) }));
   return wait ? withRetry(once, { address: opts.address, ...wait }) : once();
 }
 
 /** A worker connection (`@temporalio/worker`) for a Temporal `Worker`; waits when given `wait`. */
 export async function connectNative(opts: ConnectionOptions, wait?: Wait): Promise<NativeConnection> {
   const config = await toConnectionConfig(opts);
-  const once = () => NativeConnection.connect(config);
+  const once = () => explained(config, () => NativeConnection.connect(config));
   return wait ? withRetry(once, { address: opts.address, ...wait }) : once();
 }
 

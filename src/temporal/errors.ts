@@ -88,3 +88,21 @@ export class NamespaceMissingError extends Error {
     super(`namespace ${namespace} does not exist on Temporal at ${address} (create it with: temporal operator namespace create ${namespace})`);
   }
 }
+
+/**
+ * Thrown when Temporal (or a proxy in front of it, such as Temporal Cloud's) refuses us, which
+ * waiting will not change: the TLS handshake failed (the server's certificate is not trusted, or
+ * the server wants or rejects our client certificate), or the server answered UNAUTHENTICATED or
+ * PERMISSION_DENIED (an API key missing or refused). `reason` says which and what to change; the
+ * message is the one line the CLI prints.
+ */
+export class TemporalRefusedError extends Error {
+  public override readonly name = 'TemporalRefusedError';
+  constructor(
+    public readonly address: string,
+    public readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`cannot connect to Temporal at ${address}: ${reason}`, options);
+  }
+}

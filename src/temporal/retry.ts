@@ -16,7 +16,7 @@
  * 10 s after the first try, in one line.
  */
 import { backoffMs, classify, DEFAULT_BACKOFF, type Backoff } from './classify';
-import { NamespaceMissingError, TemporalUnavailableError } from './errors';
+import { NamespaceMissingError, TemporalRefusedError, TemporalUnavailableError } from './errors';
 
 export interface RetryOptions {
   /** The frontend `host:port`, for the messages. */
@@ -100,6 +100,7 @@ export async function withRetry<T>(fn: (leftMs: number) => Promise<T>, o: RetryO
     } catch (err) {
       const v = classify(err);
       if (v.kind === 'fatal' || o.signal?.aborted) throw err;
+      if (v.kind === 'refused') throw new TemporalRefusedError(o.address, `the server refused the call (${v.reason})`, { cause: err });
       lastKind = v.kind;
       const t = now();
       if (since === undefined || t - attemptStart > LONG_ATTEMPT_MS) {

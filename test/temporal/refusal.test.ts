@@ -1,0 +1,96 @@
+/**
+ * Refusals that waiting will not change: how they are recognised in the SDK's errors (the shapes
+ * and words seen from grpc-js and core against test/setup/tls-proxy.ts), how a failed handshake
+ * is named, and that the retry loop gives them up at once. The real handshakes, through a real
+ * proxy and both SDK clients, are in test/e2e/tls.test.ts.
+ */
+import net from 'node:net';
+import { ServiceError } from '@temporalio/client';
+import { TransportError } from '@temporalio/worker';
+import { classify } from '../../src/temporal/classify';
+import { TemporalRefusedError } from '../../src/temporal/errors';
+import { freePort } from '../../src/temporal/ports';
+import { credentialsRefused, explained, explainTlsError, tlsProblem } from '../../src/temporal/refusal';
+import { withRetry } from '../../src/temporal/retry';
+
+function grpcError(code: number, message: string): Error {
+  return Object.assign(new Error(message), { code, details: message.replace(/^\d+ \w+: /, ''), metadata: {} });
+}
+
+describe('classify: refused credentials', () => {
+  test('UNAUTHENTICATED from grpc-js, wrapped by Connection.connect, and from core', () => {
+    const client = new ServiceError('Failed to connect to Temporal server', { cause: grpcError(16, '16 UNAUTHENTICATED: invalid API key') });
+    expect(classify(client)).toEqual({ kind: 'refused', code: 'UNAUTHENTICATED', reason: 'UNAUTHENTICATED: invalid API key' });
+    const core = new TransportError('Failed to call GetSystemInfo: code: \'The request does not have valid authentication credentials\', message: "missing API key"');
+    expect(classify(core)).toEqual({ kind: 'refused', code: 'UNAUTHENTICATED', reason: 'UNAUTHENTICATED: missing API key' });
+  });
+
+  test('PERMISSION_DENIED from grpc-js and from core', () => {
+    expect(classify(grpcError(7, '7 PERMISSION_DENIED: Request unauthorized.'))).toEqual({ kind: 'refused', code: 'PERMISSION_DENIED', reason: 'PERMISSION_DENIED: Request unauthorized.' });
+    const core = new TransportError('Failed to call GetSystemInfo: code: \'The caller does not have permission to execute the specified operation\', message: "Request unauthorized."');
+    expect(classify(core)).toEqual({ kind: 'refused', code: 'PERMISSION_DENIED', reason: 'PERMISSION_DENIED: Request unauthorized.' });
+  });
+
+  test('the line depends on whether a key was sent', () => {
+    expect(credentialsRefused('UNAUTHENTICATED: invalid API key', 'UNAUTHENTICATED', true)).toBe('the server refused the API key (UNAUTHENTICATED: invalid API key)');
+    expect(credentialsRefused('UNAUTHENTICATED: missing', 'UNAUTHENTICATED', false)).toBe('the server wants credentials (UNAUTHENTICATED: missing); give --api-key');
+    expect(credentialsRefused('PERMISSION_DENIED: no', 'PERMISSION_DENIED', true)).toBe('the server denied access (PERMISSION_DENIED: no)');
+  });
+
+  test('withRetry gives a refusal up at once, without a waiting line; a TemporalRefusedError is never retried', async () => {
+    const said: string[] = [];
+    let calls = 0;
+    const o = { address: 'h:1', patienceMs: 60_000, say: (l: string) => said.push(l), sleep: async () => undefined };
+    const err = await withRetry(() => {
+      calls += 1;
+      return Promise.reject(grpcError(16, '16 UNAUTHENTICATED: bad key'));
+    }, o).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TemporalRefusedError);
+    expect((err as Error).message).toBe('cannot connect to Temporal at h:1: the server refused the call (UNAUTHENTICATED: bad key)');
+    const refused = new TemporalRefusedError('h:1', 'TLS handshake failed (x)');
+    await expect(withRetry(() => { calls += 1; return Promise.reject(refused); }, o)).rejects.toBe(refused);
+    expect(calls).toBe(2);
+    expect(said).toEqual([]);
+  });
+});
+
+describe('naming a failed TLS handshake', () => {
+  test.each([
+    [{ code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', message: 'unable to verify the first certificate' }, "TLS handshake failed: the server's certificate is not trusted (unable to verify the first certificate); give its CA with --tls-ca-path"],
+    [{ code: 'SELF_SIGNED_CERT_IN_CHAIN', message: 'self-signed certificate in certificate chain' }, "TLS handshake failed: the server's certificate is not trusted (self-signed certificate in certificate chain); give its CA with --tls-ca-path"],
+    [{ code: 'ERR_TLS_CERT_ALTNAME_INVALID', message: "Hostname/IP does not match certificate's altnames: IP: 10.0.0.1 is not in the cert's list: 127.0.0.1" }, "TLS handshake failed: the server's certificate is not for 10.0.0.1 (Hostname/IP does not match certificate's altnames: IP: 10.0.0.1 is not in the cert's list: 127.0.0.1); set --tls-server-name"],
+    [{ code: 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', message: 'C0B7:error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:../ssl/record/rec_layer_s3.c:1605:SSL alert number 116' }, 'TLS handshake refused: the server wants a client certificate (mTLS); give --tls-cert-path and --tls-key-path'],
+    [{ code: 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA', message: 'C0B7:error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca:../ssl/record/rec_layer_s3.c:1605:SSL alert number 48' }, 'TLS handshake refused: the server does not accept the client certificate (tlsv1 alert unknown ca)'],
+    [{ code: 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE', message: 'C0B7:error:0A000412:SSL routines:ssl3_read_bytes:sslv3 alert bad certificate:../ssl/record/rec_layer_s3.c:1605:SSL alert number 42' }, 'TLS handshake refused: the server does not accept the client certificate (sslv3 alert bad certificate)'],
+  ])('%j', (err, line) => {
+    expect(explainTlsError(err, '10.0.0.1')).toBe(line);
+  });
+
+  test('errors that are not about TLS are left to the retry loop', () => {
+    expect(explainTlsError({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:7233' }, 'h')).toBeUndefined();
+    expect(explainTlsError({ code: 'ECONNRESET', message: 'socket hang up' }, 'h')).toBeUndefined();
+  });
+
+  test('a real handshake: a port nobody listens on says nothing; a server that does not speak TLS is named', async () => {
+    expect(await tlsProblem({ address: `127.0.0.1:${await freePort()}`, tls: {} })).toBeUndefined();
+    const sockets = new Set<net.Socket>();
+    const plain = net.createServer((s) => {
+      sockets.add(s);
+      s.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+    });
+    await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+    const address = `127.0.0.1:${(plain.address() as net.AddressInfo).port}`;
+    try {
+      expect(await tlsProblem({ address, tls: {} })).toBe('TLS handshake failed: the server does not speak TLS (wrong version number); connect without the TLS options');
+      // Through `explained`: a transient-looking failure over TLS becomes the named refusal.
+      const err = await explained({ address, tls: {} }, () => Promise.reject(new Error('Failed to connect before the deadline'))).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TemporalRefusedError);
+      // Without TLS no handshake is tried: the original error stays, for the retry loop.
+      const plainErr = new Error('Failed to connect before the deadline');
+      await expect(explained({ address }, () => Promise.reject(plainErr))).rejects.toBe(plainErr);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => plain.close(r));
+    }
+  });
+});
