@@ -9,6 +9,7 @@ import { parseStd } from '../agent/workers';
 import { checkSearchAttributes } from '../temporal/readiness';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
+import { sealingFor } from '../temporal/data-converter';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
 
@@ -73,6 +74,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     // as the job would wait for its nodes.
     const wait: Wait = { patienceMs: o.rdzv.joinTimeoutMs, patienceName: 'join_timeout (--rdzv-conf)', signal: abort.signal };
     // The worker connection first: it fails at once on a refused port and says so.
+    const sealing = await sealingFor(connection);
     const native = await connectNative(connection, wait);
     const conn = await connect(connection, wait);
     await waitForNamespace(conn, connection, wait); // before the agent's Worker.create checks it
@@ -104,6 +106,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL,
         connection: conn,
         nativeConnection: native,
+        sealing,
         retry,
       },
       abort.signal,
@@ -116,7 +119,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     // Gave up waiting for Temporal, a missing namespace, a server that would not start: one line.
     if (abort.signal.aborted) return 143;
     console.error(`telastic run: ${firstLine(err)}`);
-    return 1;
+    return err instanceof UsageError ? 2 : 1; // a bad key file
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
