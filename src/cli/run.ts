@@ -1,5 +1,5 @@
 /** `telastic run`: torchrun's CLI in front of a node agent. */
-import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
@@ -19,13 +19,29 @@ let runtimeInstalled = false;
  * core logs at ERROR too: its WARN "poll retried N times" lines would flood stderr during a
  * server outage, which retry.ts reports in one line instead.
  */
+/**
+ * The SDK's logger, less its reports of a payload this process cannot unseal (a task it failed
+ * to decode): the agent or controller stops on the first one and says so in one line.
+ */
+class QuietSealedLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (Object.values(meta ?? {}).some(isSealedError)) return;
+    super.log(level, message, meta);
+  }
+}
+
+function isSealedError(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 5) return false;
+  return (err as { name?: unknown }).name === 'SealedPayloadError' || isSealedError((err as { cause?: unknown }).cause, depth + 1);
+}
+
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
   Runtime.install({
     shutdownSignals: [],
-    logger: new DefaultLogger(level),
+    logger: new QuietSealedLogger(level),
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level, other: level }) } },
   });
 }
