@@ -25,14 +25,16 @@ let runtimeInstalled = false;
  */
 class QuietSealedLogger extends DefaultLogger {
   override log(level: LogLevel, message: string, meta?: LogMetadata): void {
-    if (Object.values(meta ?? {}).some(isSealedError)) return;
+    if (Object.values(meta ?? {}).some((v) => isSealedError(v))) return;
     super.log(level, message, meta);
   }
 }
 
 function isSealedError(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 5) return false;
-  return (err as { name?: unknown }).name === 'SealedPayloadError' || isSealedError((err as { cause?: unknown }).cause, depth + 1);
+  // The SDK wraps one that arrived in an activity's input as ApplicationFailure of that type.
+  const e = err as { name?: unknown; type?: unknown };
+  return e.name === 'SealedPayloadError' || e.type === 'SealedPayloadError' || isSealedError((err as { cause?: unknown }).cause, depth + 1);
 }
 
 export function installRuntime(): void {
