@@ -102,3 +102,22 @@ test('a sealed job runs, leaves no script, argument or address in its history, a
   walk(history, []);
   expect([...plain]).toEqual([]);
 });
+
+test('a sealed job that fails: its agent reports the root cause; its history keeps failure messages sealed', async () => {
+  const dir = tmpDir('sealed-fail');
+  const keyFile = path.join(dir, 'job.key');
+  writeFileSync(keyFile, randomBytes(32).toString('base64'));
+  const job = uniqueJobId('sealed-fail');
+  const args = ['--nnodes', '1', '--nproc-per-node', '2', '--max-restarts', '0', '--rdzv-id', job, '--task-queue', `tq-${job}`, ...FAST_RDZV, WORKER, '--out', path.join(dir, 'out'), '--crash-rank', '1', '--crash-times', '5'];
+  const a = startAgent(testAddress(), 'sealed-fail-a', args, { TELASTIC_ENCRYPTION_KEY_FILE: keyFile });
+  e2e.agents.push(a);
+  expect(await a.exited).toBe(1);
+  expect(a.output()).toMatch(new RegExp(`job ${job} failed.*rank 1.*exit code 3.*RuntimeError: rank 1 crashed on purpose`));
+
+  const cli = await resolveTemporalCli({ install: false });
+  const shown = await run(cli, ['workflow', 'show', '-w', job, '-o', 'json', '--address', testAddress()], { maxBuffer: 256 * 1024 * 1024 });
+  const all = texts(JSON.parse(shown.stdout)).join('\n');
+  expect(all).toContain('Encoded failure');
+  expect(all).not.toContain('crashed on purpose');
+  expect(all).not.toContain('exit code 3');
+});
