@@ -1,7 +1,7 @@
 /** telastic's public API. */
 export { startJob, joinJob, sendToLobby, nodeState, scaleJob, drainNode, cancelJob, getJobStatus, JobInputError } from './client/api';
 export type { ClientOptions, LobbyAddress } from './client/api';
-export { dataConverterFor, readSealingKey, telasticDataConverter } from './temporal/data-converter';
+export { dataConverterFor, readSealingKey, sealedDataConverter, telasticDataConverter } from './temporal/data-converter';
 export { SealingCodec, SealedPayloadError, keyId } from './temporal/sealing';
 export type { SealingKey } from './temporal/sealing';
 export { jobSpecSchema, joinRequestSchema, scaleRequestSchema, drainRequestSchema } from './job/spec';

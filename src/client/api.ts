@@ -22,8 +22,8 @@ export interface ClientOptions {
   /** The control task queue job workflows run on. @default 'telastic' */
   taskQueue?: string;
   /**
-   * How payloads are encoded; for sealed jobs, `await dataConverterFor({ encryptionKeyFiles:
-   * { paths: [keyFile], from: 'key file' } })` (exported). @default the SDK's: nothing sealed
+   * How payloads are encoded; for sealed jobs `await sealedDataConverter([keyFile])` (exported),
+   * what the CLI uses with TELASTIC_ENCRYPTION_KEY_FILE. @default the SDK's: nothing sealed
    */
   dataConverter?: DataConverter;
 }

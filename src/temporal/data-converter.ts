@@ -51,6 +51,14 @@ export async function dataConverterFor(opts: Pick<ConnectionOptions, 'encryption
   return telasticDataConverter(await readSealingKeys(opts), onForeignKey);
 }
 
+/**
+ * For the TypeScript API: the DataConverter for these key files (the first seals), the same as
+ * the CLI's with TELASTIC_ENCRYPTION_KEY_FILE. Pass it as `dataConverter` in ClientOptions.
+ */
+export async function sealedDataConverter(keyFiles: readonly string[]): Promise<DataConverter> {
+  return dataConverterFor({ encryptionKeyFiles: { paths: [...keyFiles], from: 'key file' } });
+}
+
 /** Whether a DataConverter from this module seals (its workers need the sealed workflow bundle). */
 export function isSealing(dc: DataConverter | undefined): boolean {
   return dc?.failureConverterPath !== undefined;

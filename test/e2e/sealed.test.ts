@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { getJobStatus } from '../../src/client/api';
 import { resolveTemporalCli } from '../../src/temporal/binary';
-import { dataConverterFor } from '../../src/temporal/data-converter';
+import { sealedDataConverter } from '../../src'; // the public API
 import { keyId } from '../../src/temporal/sealing';
 import { testAddress } from '../setup/temporal';
 import { BIN, FAST_RDZV, WORKER, e2eSuite, finish, startAgent, tmpDir, uniqueJobId, waitFor } from './harness';
@@ -44,7 +44,7 @@ test('a sealed job runs, leaves no script, argument or address in its history, a
   const a = startAgent(testAddress(), 'sealed-a', args, keyEnv);
   e2e.agents.push(a);
 
-  const client = { connection: e2e.conn, taskQueue, dataConverter: await dataConverterFor({ encryptionKeyFiles: { paths: [keyFile], from: 'test' } }) };
+  const client = { connection: e2e.conn, taskQueue, dataConverter: await sealedDataConverter([keyFile]) };
   const s = await waitFor('a running sealed job', async () => {
     const st = await e2e.conn.withDeadline(Date.now() + 3000, () => getJobStatus(client, job));
     return st.state === 'running' && st.worldSize === 2 ? st : null;
