@@ -13,7 +13,7 @@ import { resolveTemporalCli } from '../../src/temporal/binary';
 import { sealedDataConverter } from '../../src'; // the public API
 import { keyId } from '../../src/temporal/sealing';
 import { testAddress } from '../setup/temporal';
-import { BIN, FAST_RDZV, WORKER, e2eSuite, finish, startAgent, tmpDir, uniqueJobId, waitFor } from './harness';
+import { BIN, FAST_RDZV, WORKER, e2eSuite, finish, startAgent, startTelastic, tmpDir, uniqueJobId, waitFor } from './harness';
 
 const run = promisify(execFile);
 const e2e = e2eSuite();
@@ -120,4 +120,22 @@ test('a sealed job that fails: its agent reports the root cause; its history kee
   expect(all).toContain('Encoded failure');
   expect(all).not.toContain('crashed on purpose');
   expect(all).not.toContain('exit code 3');
+});
+
+test('a controller without the key stops with one line at a sealed job\'s first task, rather than fail it for ever', async () => {
+  const dir = tmpDir('sealed-ctl');
+  const keyFile = path.join(dir, 'job.key');
+  const key = randomBytes(32);
+  writeFileSync(keyFile, key.toString('base64'));
+  const job = uniqueJobId('sealed-ctl');
+  const taskQueue = `tq-${job}`;
+  // The job's only node hosts no coordinator: its workflow tasks wait for a controller.
+  const a = startAgent(testAddress(), 'sealed-ctl-a', ['--nnodes', '1', '--rdzv-id', job, '--task-queue', taskQueue, '--no-coordinator', ...FAST_RDZV, WORKER, '--out', path.join(dir, 'out')], { TELASTIC_ENCRYPTION_KEY_FILE: keyFile });
+  e2e.agents.push(a);
+  await waitFor('the job started', () => a.output().includes('join sent'));
+  const ctl = startTelastic('sealed-ctl-controller', ['controller', '--address', testAddress(), '--task-queue', taskQueue], { TELASTIC_ENCRYPTION_KEY_FILE: '' });
+  e2e.agents.push(ctl);
+  expect(await ctl.exited).toBe(1);
+  expect(ctl.output()).toContain(`telastic controller: payload sealed with key ${keyId(key)}, not among TELASTIC_ENCRYPTION_KEY_FILE's keys (none set)\n`);
+  expect(ctl.output()).not.toMatch(/^\s+at /m);
 });
