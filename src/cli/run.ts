@@ -9,7 +9,9 @@ import { parseStd } from '../agent/workers';
 import { checkSearchAttributes } from '../temporal/readiness';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
+import { startCodecServer, type CodecServer } from '../temporal/codec-server';
 import { sealingFor } from '../temporal/data-converter';
+import { SealingCodec } from '../temporal/sealing';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
 
@@ -75,6 +77,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   for (const note of o.notes) console.error(`telastic run: note: ${note}`);
   installRuntime();
   let server: DevServer | undefined;
+  let codec: CodecServer | undefined;
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.on('SIGINT', onSignal);
@@ -82,8 +85,12 @@ export async function runCommand(argv: string[]): Promise<number> {
   try {
     let connection = o.connection;
     let rdzvId = o.rdzvId;
+    const sealing = await sealingFor(connection);
     if (o.standalone) {
-      server = await startDevServer({ port: 0, uiPort: 0, headless: false });
+      // With a key, the Web UI decodes the job through a codec server of this process.
+      if (sealing.keys.length > 0) codec = await startCodecServer({ codec: new SealingCodec(sealing.keys), port: 0 });
+      server = await startDevServer({ port: 0, uiPort: 0, headless: false, uiCodecEndpoint: codec?.url });
+      if (codec && server.uiUrl) for (const host of ['127.0.0.1', 'localhost']) codec.allowOrigin(`http://${host}:${new URL(server.uiUrl).port}`);
       connection = { ...connection, address: server.address };
       if (rdzvId === 'none') rdzvId = randomUUID();
       console.error(`telastic: standalone Temporal server at ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}`);
@@ -92,7 +99,6 @@ export async function runCommand(argv: string[]): Promise<number> {
     // as the job would wait for its nodes.
     const wait: Wait = { patienceMs: o.rdzv.joinTimeoutMs, patienceName: 'join_timeout (--rdzv-conf)', signal: abort.signal };
     // The worker connection first: it fails at once on a refused port and says so.
-    const sealing = await sealingFor(connection);
     const native = await connectNative(connection, wait);
     const conn = await connect(connection, wait);
     await waitForNamespace(conn, connection, wait); // before the agent's Worker.create checks it
@@ -142,6 +148,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await server?.stop();
+    await codec?.close();
   }
 }
 

@@ -67,6 +67,8 @@ export function isSealing(dc: DataConverter | undefined): boolean {
 /** What a worker process threads through: its DataConverter and news of a payload it cannot unseal. */
 export interface Sealing {
   dataConverter: DataConverter;
+  /** The keys, the sealing one first; none when no key file is configured. */
+  keys: SealingKey[];
   /**
    * Settles with the first payload this process could not unseal (no key, or the wrong one). A
    * worker that meets one only fails the task, which Temporal retries for ever, so an agent or a
@@ -79,5 +81,6 @@ export interface Sealing {
 export async function sealingFor(opts: Pick<ConnectionOptions, 'encryptionKeyFiles'>): Promise<Sealing> {
   let heard: ((err: SealedPayloadError) => void) | undefined;
   const unsealable = new Promise<SealedPayloadError>((resolve) => (heard = resolve));
-  return { dataConverter: await dataConverterFor(opts, (err) => heard?.(err)), unsealable };
+  const keys = await readSealingKeys(opts);
+  return { dataConverter: telasticDataConverter(keys, (err) => heard?.(err)), keys, unsealable };
 }
