@@ -9,6 +9,7 @@ import { createLedgerActivities } from '../activities/ledger';
 import type { QuarantinePolicy } from './ledger/quarantine';
 import { LEDGER_QUEUE } from '../activities/types';
 import { createControlWorker } from './temporal/workers';
+import type { DataConverter } from '@temporalio/common';
 
 export interface Controller {
   shutdown(): Promise<void>;
@@ -28,12 +29,18 @@ export interface HostedLedger {
  * while one runs record their rounds, failures and checkpoints (workflows/ledger.ts), and keep
  * quarantined nodes out. Shutting down closes the ledger.
  */
-export async function startController(connection: NativeConnection, namespace: string, taskQueue: string, ledger?: HostedLedger): Promise<Controller> {
+export async function startController(
+  connection: NativeConnection,
+  namespace: string,
+  taskQueue: string,
+  ledger?: HostedLedger,
+  dataConverter?: DataConverter,
+): Promise<Controller> {
   const identity = `controller-${os.hostname()}-${process.pid}`;
-  const workers = [await createControlWorker(connection, namespace, taskQueue, identity)];
+  const workers = [await createControlWorker(connection, namespace, taskQueue, identity, dataConverter)];
   if (ledger) {
     const activities = createLedgerActivities(ledger.pool, ledger.policy);
-    workers.push(await Worker.create({ connection, namespace, taskQueue: LEDGER_QUEUE, identity, activities }));
+    workers.push(await Worker.create({ connection, namespace, taskQueue: LEDGER_QUEUE, identity, activities, dataConverter }));
   }
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   return {

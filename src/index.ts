@@ -1,6 +1,9 @@
 /** telastic's public API. */
 export { startJob, joinJob, sendToLobby, nodeState, scaleJob, drainNode, cancelJob, getJobStatus, JobInputError } from './client/api';
 export type { ClientOptions, LobbyAddress } from './client/api';
+export { dataConverterFor, readSealingKey, sealedDataConverter, telasticDataConverter } from './temporal/data-converter';
+export { SealingCodec, SealedPayloadError, keyId } from './temporal/sealing';
+export type { SealingKey } from './temporal/sealing';
 export { jobSpecSchema, joinRequestSchema, scaleRequestSchema, drainRequestSchema } from './job/spec';
 export type { JobSpec, JobSpecInput, JoinRequest, ScaleRequest, Entrypoint } from './job/spec';
 export type { JobStatus, NodeStatus } from './job/status';

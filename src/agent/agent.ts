@@ -17,6 +17,7 @@ import type { JobSpecInput, JoinRequest } from '../job/spec';
 import { FINAL_PHASES, type Failure } from '../job/state';
 import { DEFAULT_GROUP_SIZE, agentPollMs } from '../job/groups';
 import { log } from '../log';
+import type { Sealing } from '../temporal/data-converter';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { createReaper, killOrphans } from './workers';
 import type { OutputOptions } from './workers/types';
@@ -35,6 +36,8 @@ export interface AgentOptions {
   uiUrl?: string;
   connection: Connection;
   nativeConnection: NativeConnection;
+  /** Sealed payloads (src/temporal/data-converter.ts): a payload it cannot unseal ends the agent. */
+  sealing?: Sealing;
   /** Runs a Temporal call, waiting out an unavailable server (src/temporal/retry.ts). */
   retry?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
@@ -64,11 +67,12 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
     log: nodeLog,
   });
   const activities = { ...node.activities, ...createCheckpointActivities({ log: nodeLog }) };
-  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), activities, `${o.nodeId}@${os.hostname()}`)];
-  if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, `${o.nodeId}@${os.hostname()}`));
+  const dataConverter = o.sealing?.dataConverter;
+  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), activities, `${o.nodeId}@${os.hostname()}`, dataConverter)];
+  if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, `${o.nodeId}@${os.hostname()}`, dataConverter));
   const running = workers.map((w) => w.run());
 
-  const opts = { connection: o.connection, namespace: o.namespace, taskQueue: o.taskQueue };
+  const opts = { connection: o.connection, namespace: o.namespace, taskQueue: o.taskQueue, dataConverter };
   const req: JoinRequest = {
     nodeId: o.nodeId,
     address: o.localAddr,
@@ -131,7 +135,9 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
         }
         return null;
       })();
-      const first = await Promise.race([result, stopped, watch.then((w) => w ?? result)]);
+      // A job sealed with a key this node lacks: its tasks would fail here for ever; stop instead.
+      const unsealable = new Promise<AgentOutcome>((resolve) => void o.sealing?.unsealable.then((err) => resolve({ code: 1, summary: `job ${jobId}: ${err.message}` })));
+      const first = await Promise.race([result, stopped, unsealable, watch.then((w) => w ?? result)]);
       done = true;
       await watch; // no client call may still be in flight when the connection closes
       if (first.code === 143) await leave();

@@ -20,6 +20,7 @@ import type { PoolNodeView } from '../pool/decide';
 import type { RegisterRequest } from '../pool/state';
 import { log } from '../log';
 import { abortableSleep } from '../temporal/retry';
+import type { Sealing } from '../temporal/data-converter';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { createReaper, killOrphans } from './workers';
 import type { AgentOutcome } from './agent';
@@ -44,6 +45,8 @@ export interface PoolAgentOptions {
   stateDir: string;
   connection: Connection;
   nativeConnection: NativeConnection;
+  /** Sealed payloads (src/temporal/data-converter.ts): a payload it cannot unseal ends the agent. */
+  sealing?: Sealing;
   retry?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
@@ -71,10 +74,20 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
   });
   const activities = { ...node.activities, ...createCheckpointActivities({ log: nodeLog }), ...createPoolActivities(incarnation) };
   const identity = `${o.nodeId}@${os.hostname()}`;
-  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), activities, identity)];
-  if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, identity));
+  const dataConverter = o.sealing?.dataConverter;
+  const workers: Worker[] = [await createNodeWorker(o.nativeConnection, o.namespace, nodeQueue(o.nodeId), activities, identity, dataConverter)];
+  if (o.coordinator) workers.push(await createControlWorker(o.nativeConnection, o.namespace, o.taskQueue, identity, dataConverter));
   const running = workers.map((w) => w.run());
-  const opts = { connection: o.connection, namespace: o.namespace, taskQueue: o.taskQueue };
+  const opts = { connection: o.connection, namespace: o.namespace, taskQueue: o.taskQueue, dataConverter };
+  // A pool or job sealed with a key this node lacks: its tasks would fail here for ever; stop instead.
+  let unsealable: Error | undefined;
+  const stopAll = new AbortController();
+  if (stopSignal.aborted) stopAll.abort();
+  else stopSignal.addEventListener('abort', () => stopAll.abort(), { once: true });
+  void o.sealing?.unsealable.then((err) => {
+    unsealable = err;
+    stopAll.abort();
+  });
   const retry = o.retry ?? (<T>(fn: () => Promise<T>) => fn());
   const req: RegisterRequest = { nodeId: o.nodeId, address: o.localAddr, slots: o.slots, labels: o.labels, incarnation, heartbeatTimeoutMs: o.heartbeatTimeoutMs };
   const view = () => o.connection.withDeadline(Date.now() + 5000, () => poolNodeState(opts, o.pool, o.nodeId)).catch(() => null);
@@ -84,9 +97,9 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     console.error(`telastic agent: node ${o.nodeId} (${o.slots} slot(s)) registered with pool ${o.pool}`);
     let last: PoolNodeView | null = null;
     let polls = 0;
-    while (!stopSignal.aborted) {
-      await abortableSleep(POLL_MS, stopSignal);
-      if (stopSignal.aborted) break;
+    while (!stopAll.signal.aborted) {
+      await abortableSleep(POLL_MS, stopAll.signal);
+      if (stopAll.signal.aborted) break;
       const askedAt = Date.now();
       const v = await view();
       if (!v) continue; // no coordinator or no server right now: the agent waits, its workers run on
@@ -106,6 +119,7 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
         registeredAt = Date.now();
       }
     }
+    if (unsealable) return { code: 1, summary: `pool ${o.pool}: ${unsealable.message}` };
     await leave();
     return { code: 0, summary: `node ${o.nodeId} left pool ${o.pool}` };
   } finally {

@@ -7,7 +7,7 @@
 import type { Connection } from '@temporalio/client';
 import { Client } from '@temporalio/client';
 import { Option, type Command } from 'commander';
-import { cancelJob, drainNode, getJobStatus, scaleJob } from '../client/api';
+import { cancelJob, drainNode, getJobStatus, scaleJob, type ClientOptions } from '../client/api';
 import { describeFailure } from '../job/decide';
 import type { JobStatus } from '../job/status';
 import { getPoolStatus } from '../client/pool';
@@ -15,6 +15,8 @@ import type { PoolState } from '../pool/state';
 import { startController } from '../controller';
 import { defaultLedgerDir, ledgerToHost } from '../ledger/connect';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
+import { dataConverterFor, sealingFor } from '../temporal/data-converter';
+import { SealedPayloadError } from '../temporal/sealing';
 import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
 import { installRuntime } from './run';
@@ -24,7 +26,8 @@ import { parseValue, secondsToMs } from './values';
 export const DEFAULT_CONNECT_TIMEOUT_S = 60;
 
 type Retry = <T>(fn: () => Promise<T>) => Promise<T>;
-type Action = (conn: Connection, namespace: string, flags: Record<string, unknown>, args: string[], retry: Retry) => Promise<number>;
+/** `client`: the connection, namespace and DataConverter (sealed payloads) for the client API. */
+type Action = (conn: Connection, client: ClientOptions & { namespace: string }, flags: Record<string, unknown>, args: string[], retry: Retry) => Promise<number>;
 
 /** `--connect-timeout SECONDS` (TELASTIC_CONNECT_TIMEOUT): how long a command waits for Temporal. */
 function connectWait(flags: { connectTimeout?: string }): Wait {
@@ -40,9 +43,10 @@ function withConnection(cmd: Command, action: Action): Command {
     const flags = command.opts<ConnectionFlagValues & Record<string, unknown> & { connectTimeout?: string }>();
     const co = compileConnectionOptions(flags, process.env);
     const wait = connectWait(flags);
+    const dataConverter = await dataConverterFor(co);
     const conn = await connect(co, wait);
     try {
-      process.exitCode = await action(conn, co.namespace, flags, command.args, retrying(conn, co, wait));
+      process.exitCode = await action(conn, { connection: conn, namespace: co.namespace, dataConverter }, flags, command.args, retrying(conn, co, wait));
     } finally {
       await conn.close();
     }
@@ -78,41 +82,42 @@ export function printPool(p: PoolState): string {
 }
 
 export function registerCommands(program: Command): void {
-  withConnection(program.command('status').argument('<job>').option('--json', 'print the status object as JSON').description('show a job'), async (conn, ns, flags, [job], retry) => {
+  withConnection(program.command('status').argument('<job>').option('--json', 'print the status object as JSON').description('show a job'), async (conn, c, flags, [job], retry) => {
     // The server is waited for; a coordinator is not (the workflow's own status is shown instead).
-    const desc = await retry(() => new Client({ connection: conn, namespace: ns }).workflow.getHandle(job).describe());
+    const desc = await retry(() => new Client(c).workflow.getHandle(job).describe());
     let status: JobStatus;
     try {
-      status = await conn.withDeadline(Date.now() + 10_000, () => getJobStatus({ connection: conn, namespace: ns }, job));
+      status = await conn.withDeadline(Date.now() + 10_000, () => getJobStatus(c, job));
     } catch (err) {
+      if (err instanceof SealedPayloadError) throw err; // no key, or the wrong one: not a missing coordinator
       console.log(flags.json ? JSON.stringify({ jobId: job, workflowStatus: desc.status.name }) : `job ${job}: ${desc.status.name} (no coordinator answered: ${(err as Error).message})`);
       return 0;
     }
     console.log(flags.json ? JSON.stringify(status, null, 2) : printStatus(status));
     return 0;
   });
-  withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes (recorded even while no coordinator runs)'), async (conn, ns, flags, [job], retry) => {
+  withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes (recorded even while no coordinator runs)'), async (_conn, c, flags, [job], retry) => {
     const req = { minNodes: intFlag(flags, 'min'), maxNodes: intFlag(flags, 'max') };
     if (req.minNodes === undefined && req.maxNodes === undefined) throw new UsageError('scale: give --min N and/or --max N', '--min', undefined);
     // Checked here too (in the coordinator's words), so that a queued scale cannot be one it will drop.
     if (req.minNodes !== undefined && req.maxNodes !== undefined && req.minNodes > req.maxNodes) throw new UsageError(`minNodes ${req.minNodes} exceeds maxNodes ${req.maxNodes}`, '--min', String(req.minNodes));
-    const r = await retry(() => scaleJob({ connection: conn, namespace: ns }, job, req));
+    const r = await retry(() => scaleJob(c, job, req));
     const asked = [req.minNodes && `--min ${req.minNodes}`, req.maxNodes && `--max ${req.maxNodes}`].filter(Boolean).join(' ');
     console.log(r === 'queued' ? `job ${job}: no coordinator answered; the scale to ${asked} is recorded and applies when a coordinator returns` : `job ${job}: nodes ${r.minNodes}:${r.maxNodes}`);
     return 0;
   });
-  withConnection(program.command('drain').argument('<job>').argument('<node>').description('release a node at the next round boundary (recorded even while no coordinator runs)'), async (conn, ns, _f, [job, node], retry) => {
-    const r = await retry(() => drainNode({ connection: conn, namespace: ns }, job, node));
+  withConnection(program.command('drain').argument('<job>').argument('<node>').description('release a node at the next round boundary (recorded even while no coordinator runs)'), async (_conn, c, _f, [job, node], retry) => {
+    const r = await retry(() => drainNode(c, job, node));
     console.log(r === 'applied' ? `job ${job}: draining ${node}` : `job ${job}: no coordinator answered; the drain of ${node} is recorded and applies when a coordinator returns`);
     return 0;
   });
-  withConnection(program.command('pool').argument('<name>').option('--json', 'print the pool state as JSON').description('show a pool: its nodes, their state and job, and its jobs in arrival order'), async (conn, ns, flags, [name]) => {
-    const p = await conn.withDeadline(Date.now() + 10_000, () => getPoolStatus({ connection: conn, namespace: ns }, name));
+  withConnection(program.command('pool').argument('<name>').option('--json', 'print the pool state as JSON').description('show a pool: its nodes, their state and job, and its jobs in arrival order'), async (conn, c, flags, [name]) => {
+    const p = await conn.withDeadline(Date.now() + 10_000, () => getPoolStatus(c, name));
     console.log(flags.json ? JSON.stringify(p, null, 2) : printPool(p));
     return 0;
   });
-  withConnection(program.command('cancel').argument('<job>').description('cancel a job on every node'), async (conn, ns, _f, [job], retry) => {
-    await retry(() => cancelJob({ connection: conn, namespace: ns }, job));
+  withConnection(program.command('cancel').argument('<job>').description('cancel a job on every node'), async (_conn, c, _f, [job], retry) => {
+    await retry(() => cancelJob(c, job));
     console.log(`job ${job}: cancel requested`);
     return 0;
   });
@@ -120,6 +125,7 @@ export function registerCommands(program: Command): void {
   addConnectionOptions(program.command('controller').option('--task-queue <name>', 'control task queue', 'telastic').description('run a control-queue worker in the foreground (waits for ever for an unavailable Temporal server)'))
     .action(async (flags: ConnectionFlagValues & { taskQueue: string }) => {
       const co = compileConnectionOptions(flags, process.env);
+      const sealing = await sealingFor(co);
       installRuntime();
       // A service: started before its server (systemd, compose) or across a server restart, it waits.
       const stopWaiting = new AbortController();
@@ -140,11 +146,17 @@ export function registerCommands(program: Command): void {
         process.off('SIGTERM', abort);
       }
       const ledger = await ledgerToHost(process.env, defaultLedgerDir(process.env), (line) => console.error(`telastic controller: ${line}`));
-      const controller = await startController(native, co.namespace, flags.taskQueue, ledger);
+      const controller = await startController(native, co.namespace, flags.taskQueue, ledger, sealing.dataConverter);
       console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})${ledger ? `, with the ledger (${ledger.where})` : ''}`);
       const stop = () => void controller.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      // A job sealed with a key this controller lacks would fail its tasks here for ever: stop.
+      void sealing.unsealable.then((err) => {
+        console.error(`telastic controller: ${err.message}`);
+        process.exitCode = 1;
+        stop();
+      });
       await controller.done;
       await native.close();
     });

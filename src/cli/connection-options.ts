@@ -4,9 +4,12 @@
  * (TEMPORAL_NAMESPACE), `--api-key` (TEMPORAL_API_KEY), `--tls`/`--no-tls` (TEMPORAL_TLS),
  * `--tls-cert-path` (TEMPORAL_TLS_CERT), `--tls-key-path` (TEMPORAL_TLS_KEY), `--tls-ca-path`
  * (TEMPORAL_TLS_CA), `--tls-server-name` (TEMPORAL_TLS_SERVER_NAME). A flag beats its variable.
+ * telastic adds `--encryption-key-file` (TELASTIC_ENCRYPTION_KEY_FILE): the key files that seal
+ * payloads (src/temporal/sealing.ts), `:`-separated like KUBECONFIG; the first seals.
  * This module only compiles them; `src/temporal/connect.ts` reads the files and connects.
  */
 import { Command, Option } from 'commander';
+import path from 'node:path';
 import { z } from 'zod';
 import { UsageError } from './errors';
 import { envBoolSchema, hostPortSchema, nonEmpty, parseValue, type RawValue } from './values';
@@ -37,6 +40,14 @@ export const connectionOptionsSchema = z.object({
     .optional(),
   /** Sent as `Authorization: Bearer …`; implies TLS unless TLS is turned off explicitly. */
   apiKey: z.string().min(1).optional(),
+  /** Files holding base64 256-bit keys; the first seals payloads, all unseal. Absent: nothing is sealed. */
+  encryptionKeyFiles: z
+    .object({
+      paths: z.array(z.string().min(1)).min(1),
+      /** `--encryption-key-file` or `TELASTIC_ENCRYPTION_KEY_FILE`, for messages. */
+      from: z.string(),
+    })
+    .optional(),
 });
 export type ConnectionOptions = z.infer<typeof connectionOptionsSchema>;
 
@@ -50,6 +61,7 @@ export interface ConnectionFlagValues {
   tlsCaPath?: string;
   tlsServerName?: string;
   apiKey?: string;
+  encryptionKeyFile?: string;
 }
 
 const TLS_FLAGS = {
@@ -70,7 +82,8 @@ export function addConnectionOptions(cmd: Command): Command {
     .addOption(new Option('--tls-cert-path <path>', 'client certificate for mTLS (env TEMPORAL_TLS_CERT)'))
     .addOption(new Option('--tls-key-path <path>', 'client private key for mTLS (env TEMPORAL_TLS_KEY)'))
     .addOption(new Option('--tls-ca-path <path>', 'server CA certificate (env TEMPORAL_TLS_CA)'))
-    .addOption(new Option('--tls-server-name <name>', 'override the TLS server name (env TEMPORAL_TLS_SERVER_NAME)'));
+    .addOption(new Option('--tls-server-name <name>', 'override the TLS server name (env TEMPORAL_TLS_SERVER_NAME)'))
+    .addOption(new Option('--encryption-key-file <path[:path…]>', 'seal payloads with the base64 256-bit key in this file; more files (:-separated) still unseal (env TELASTIC_ENCRYPTION_KEY_FILE)'));
 }
 
 /** The flag's value if given, else the non-empty environment variable, each with its source. */
@@ -128,5 +141,15 @@ export function compileConnectionOptions(
     namespace: namespace ?? DEFAULT_NAMESPACE,
     tls: wantTls === undefined ? undefined : wantTls ? given : false,
     apiKey,
+    encryptionKeyFiles: compileKeyFiles(values.encryptionKeyFile, env),
   });
+}
+
+/** `--encryption-key-file` / TELASTIC_ENCRYPTION_KEY_FILE: `:`-separated key files, the sealing one first. */
+export function compileKeyFiles(flag: string | undefined, env: NodeJS.ProcessEnv): ConnectionOptions['encryptionKeyFiles'] {
+  const keyFiles = flagOrEnv(flag, '--encryption-key-file', env, 'TELASTIC_ENCRYPTION_KEY_FILE');
+  if (!keyFiles) return undefined;
+  const paths = keyFiles.raw.split(path.delimiter).filter((p) => p !== '');
+  if (paths.length === 0) throw UsageError.invalid(keyFiles.from, keyFiles.raw, 'expected one or more key file paths');
+  return { paths, from: keyFiles.from };
 }

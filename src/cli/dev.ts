@@ -15,8 +15,14 @@ import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import type { DataConverter } from '@temporalio/common';
 import { resolveTemporalCli } from '../temporal/binary';
+import { startCodecServer, type CodecServer } from '../temporal/codec-server';
+import { readSealingKeys, telasticDataConverter } from '../temporal/data-converter';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
+import { SealingCodec } from '../temporal/sealing';
+import { compileKeyFiles, type ConnectionOptions } from './connection-options';
+import { UsageError } from './errors';
 
 /** A running controller, as `telastic dev` needs it. */
 export interface DevController {
@@ -24,7 +30,7 @@ export interface DevController {
 }
 
 /** Starts a controller against the dev server at `address` (host:port) in `namespace`. */
-export type StartController = (address: string, namespace: string, dbFile: string) => Promise<DevController>;
+export type StartController = (address: string, namespace: string, dbFile: string, dataConverter: DataConverter) => Promise<DevController>;
 
 export interface DevOptions {
   /** gRPC port of the frontend. CLI default 7233. */
@@ -39,6 +45,13 @@ export interface DevOptions {
   namespace?: string;
   /** Address to bind. @default '127.0.0.1' */
   ip?: string;
+  /**
+   * Key files (`--encryption-key-file`, TELASTIC_ENCRYPTION_KEY_FILE): the controller seals with
+   * them, and a codec server on `codecPort` decodes for the Web UI (`--ui-codec-endpoint`).
+   */
+  encryptionKeyFiles?: ConnectionOptions['encryptionKeyFiles'];
+  /** Port of the codec server (with a key and a Web UI); 0 picks a free one. CLI default 8081. */
+  codecPort?: number;
   /** Runs the controller; without it no controller runs. */
   startController?: StartController;
   /** Where the address lines go. @default console.log */
@@ -58,18 +71,39 @@ export async function runDev(opts: DevOptions): Promise<number> {
   const dbFile = path.resolve(opts.db);
   mkdirSync(path.dirname(dbFile), { recursive: true });
 
+  let keys;
+  try {
+    keys = await readSealingKeys({ encryptionKeyFiles: opts.encryptionKeyFiles });
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    printError(`telastic dev: ${err.message}`);
+    return 2;
+  }
+  const dataConverter = telasticDataConverter(keys, (err) => printError(`telastic dev: controller: ${err.message}`));
+
   // The server's log is worth showing while it serves; while it stops it is only dial errors.
   let stopping = false;
   let server: DevServer;
+  let codec: CodecServer | undefined;
   try {
+    // With a key, the Web UI decodes through a codec server (CORS: the UI's origin only).
+    if (keys.length > 0 && !opts.headless) {
+      codec = await startCodecServer({ codec: new SealingCodec(keys), port: opts.codecPort ?? 0, host: ip, onError: (line) => printError(`telastic dev: codec server: ${line}`) });
+    }
     const cli = await resolveTemporalCli({ onInstall: printError });
     server = await startDevServer({
       port: opts.port, uiPort: opts.uiPort, headless: opts.headless, dbFile, namespace, ip, cli,
+      uiCodecEndpoint: codec?.url,
       onLog: (line) => stopping || printError(`temporal: ${line}`),
     });
   } catch (err) {
     printError(`telastic dev: ${(err as Error).message}`);
+    await codec?.close();
     return 1;
+  }
+  if (codec && server.uiUrl) {
+    const uiPort = portOf(server.uiUrl);
+    for (const host of new Set([ip, shownHost, 'localhost', '127.0.0.1'])) codec.allowOrigin(`http://${host}:${uiPort}`);
   }
 
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
@@ -79,16 +113,19 @@ export async function runDev(opts: DevOptions): Promise<number> {
   const firstSignal = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve));
   print(`Temporal server: ${shownHost}:${portOf(server.address)}`);
   if (server.uiUrl) print(`Web UI: http://${shownHost}:${portOf(server.uiUrl)}`);
+  if (codec) print(`Codec server: ${codec.url} (the Web UI decodes sealed payloads through it)`);
+  else if (keys.length > 0) print('Payloads are sealed (no Web UI to decode them: headless)');
 
   try {
     let controller: DevController | undefined;
     if (!opts.noController && opts.startController) {
       try {
-        controller = await opts.startController(server.address, namespace, dbFile);
+        controller = await opts.startController(server.address, namespace, dbFile, dataConverter);
       } catch (err) {
         printError(`telastic dev: the controller did not start: ${(err as Error).message}`);
         stopping = true;
         await kill(server);
+        await codec?.close();
         return 1;
       }
     }
@@ -104,6 +141,7 @@ export async function runDev(opts: DevOptions): Promise<number> {
     const stopped = controller?.shutdown().catch((err: Error) => printError(`telastic dev: controller shutdown: ${err.message}`));
     const outcome = await Promise.race([stopped, forced]);
     await kill(server);
+    await codec?.close();
     return outcome === 'forced' ? 130 : 'code' in ended ? 1 : 0;
   } finally {
     for (const s of signals) process.off(s, handler);
@@ -138,10 +176,13 @@ export function registerDevCommand(program: Command, deps: { startController?: S
     .option('--ip <address>', 'address to bind the server to', '127.0.0.1')
     .option('--headless', 'no Web UI', false)
     .option('--no-controller', 'do not run a controller (run `telastic controller` yourself)')
-    .action(async (o: { port: number; uiPort: number; db: string; namespace: string; ip: string; headless: boolean; controller: boolean }) => {
+    .option('--encryption-key-file <path[:path…]>', 'seal payloads with these keys and decode them for the Web UI (env TELASTIC_ENCRYPTION_KEY_FILE)')
+    .option('--codec-port <port>', 'port of the codec server the Web UI decodes through (with a key)', parsePort, 8081)
+    .action(async (o: { port: number; uiPort: number; db: string; namespace: string; ip: string; headless: boolean; controller: boolean; encryptionKeyFile?: string; codecPort: number }) => {
       const code = await runDev({
         port: o.port, uiPort: o.uiPort, db: o.db, namespace: o.namespace, ip: o.ip, headless: o.headless,
         noController: !o.controller, startController: deps.startController,
+        encryptionKeyFiles: compileKeyFiles(o.encryptionKeyFile, process.env), codecPort: o.codecPort,
       });
       process.exit(code);
     });

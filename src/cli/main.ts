@@ -4,6 +4,7 @@ import { installRuntime, runCommand } from './run';
 import { registerCommands } from './commands';
 import { agentCommand, submitCommand } from './pool-commands';
 import { registerDevCommand } from './dev';
+import { registerCodecServerCommand } from './codec-server';
 import { UsageError } from './errors';
 import { startController } from '../controller';
 import { ledgerToHost } from '../ledger/connect';
@@ -34,8 +35,9 @@ export async function main(argv: string[]): Promise<void> {
   program.command('submit').description('submit a job to a pool of agents: run\'s job flags, --pool NAME (telastic submit --help)');
   program.command('agent').description('serve a pool: a long-lived node daemon (telastic agent --help)');
   registerCommands(program);
+  registerCodecServerCommand(program);
   registerDevCommand(program, {
-    startController: async (address, namespace, dbFile) => {
+    startController: async (address, namespace, dbFile, dataConverter) => {
       installRuntime();
       const native = await connectNative({ address, namespace });
       // The embedded ledger lives beside dev's database (.telastic/ledger by default).
@@ -46,7 +48,7 @@ export async function main(argv: string[]): Promise<void> {
         const read = ['DATABASE_URL', '.telastic/ledger'].includes(shown) ? 'telastic history JOB' : `TELASTIC_LEDGER_DIR=${shown} telastic history JOB`;
         console.log(`Ledger: ${shown} (read it with: ${read})`);
       }
-      const c = await startController(native, namespace, 'telastic', ledger);
+      const c = await startController(native, namespace, 'telastic', ledger, dataConverter);
       return { shutdown: async () => { await c.shutdown(); await native.close(); } };
     },
   });

@@ -10,10 +10,11 @@ import { runPoolAgent } from '../agent/pool-agent';
 import { JobInputError } from '../client/api';
 import { submitJob } from '../client/pool';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
+import { dataConverterFor, sealingFor } from '../temporal/data-converter';
 import { checkSearchAttributes } from '../temporal/readiness';
 import { parseAgentArgs, type AgentCliOptions } from './agent-options';
 import { DEFAULT_CONNECT_TIMEOUT_S } from './commands';
-import { HelpRequested } from './errors';
+import { HelpRequested, UsageError } from './errors';
 import { installRuntime } from './run';
 import { parseSubmitArgs, type SubmitOptions } from './submit-options';
 
@@ -47,7 +48,7 @@ export async function submitCommand(argv: string[]): Promise<number> {
     conn = await connect(o.connection, wait);
     const retry = retrying(conn, o.connection, wait);
     const sa = await retry(() => checkSearchAttributes(conn!, o.connection.namespace));
-    const opts = { connection: conn, namespace: o.connection.namespace, taskQueue: o.taskQueue };
+    const opts = { connection: conn, namespace: o.connection.namespace, taskQueue: o.taskQueue, dataConverter: await dataConverterFor(o.connection) };
     const handle = await retry(() => submitJob(opts, { ...o.spec, searchAttributes: sa }));
     console.log(jobId);
     if (!o.wait) return 0;
@@ -65,7 +66,7 @@ export async function submitCommand(argv: string[]): Promise<number> {
     );
   } catch (err) {
     console.error(`telastic submit: ${firstLine(err)}`);
-    return err instanceof JobInputError ? 2 : 1;
+    return err instanceof JobInputError || err instanceof UsageError ? 2 : 1;
   } finally {
     await conn?.close();
   }
@@ -90,6 +91,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
   // A service (systemd, a DaemonSet): it waits for its server as long as it takes.
   const wait: Wait = { patienceMs: Infinity, signal: abort.signal };
   try {
+    const sealing = await sealingFor(o.connection);
     const native = await connectNative(o.connection, wait);
     const conn = await connect(o.connection, wait);
     await waitForNamespace(conn, o.connection, wait);
@@ -110,6 +112,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
         stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'agent'),
         connection: conn,
         nativeConnection: native,
+        sealing,
         retry: retrying(conn, o.connection, wait),
       },
       abort.signal,
@@ -121,7 +124,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
   } catch (err) {
     if (abort.signal.aborted) return 0; // stopped while waiting for the server
     console.error(`telastic agent: ${firstLine(err)}`);
-    return 1;
+    return err instanceof UsageError ? 2 : 1; // a bad key file
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

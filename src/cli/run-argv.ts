@@ -83,6 +83,7 @@ export function splitRunArgv(argv: string[], env: NodeJS.ProcessEnv): RunArgv {
       tlsCaPath: opts.tlsCaPath,
       tlsServerName: opts.tlsServerName,
       apiKey: opts.apiKey,
+      encryptionKeyFile: opts.encryptionKeyFile,
     },
   };
 }

@@ -1,5 +1,5 @@
 /** `telastic run`: torchrun's CLI in front of a node agent. */
-import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
@@ -9,6 +9,9 @@ import { parseStd } from '../agent/workers';
 import { checkSearchAttributes } from '../temporal/readiness';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
+import { startCodecServer, type CodecServer } from '../temporal/codec-server';
+import { sealingFor } from '../temporal/data-converter';
+import { SealingCodec } from '../temporal/sealing';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
 
@@ -18,13 +21,31 @@ let runtimeInstalled = false;
  * core logs at ERROR too: its WARN "poll retried N times" lines would flood stderr during a
  * server outage, which retry.ts reports in one line instead.
  */
+/**
+ * The SDK's logger, less its reports of a payload this process cannot unseal (a task it failed
+ * to decode): the agent or controller stops on the first one and says so in one line.
+ */
+class QuietSealedLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (Object.values(meta ?? {}).some((v) => isSealedError(v))) return;
+    super.log(level, message, meta);
+  }
+}
+
+function isSealedError(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 5) return false;
+  // The SDK wraps one that arrived in an activity's input as ApplicationFailure of that type.
+  const e = err as { name?: unknown; type?: unknown };
+  return e.name === 'SealedPayloadError' || e.type === 'SealedPayloadError' || isSealedError((err as { cause?: unknown }).cause, depth + 1);
+}
+
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
   Runtime.install({
     shutdownSignals: [],
-    logger: new DefaultLogger(level),
+    logger: new QuietSealedLogger(level),
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level, other: level }) } },
   });
 }
@@ -56,6 +77,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   for (const note of o.notes) console.error(`telastic run: note: ${note}`);
   installRuntime();
   let server: DevServer | undefined;
+  let codec: CodecServer | undefined;
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.on('SIGINT', onSignal);
@@ -63,8 +85,12 @@ export async function runCommand(argv: string[]): Promise<number> {
   try {
     let connection = o.connection;
     let rdzvId = o.rdzvId;
+    const sealing = await sealingFor(connection);
     if (o.standalone) {
-      server = await startDevServer({ port: 0, uiPort: 0, headless: false });
+      // With a key, the Web UI decodes the job through a codec server of this process.
+      if (sealing.keys.length > 0) codec = await startCodecServer({ codec: new SealingCodec(sealing.keys), port: 0 });
+      server = await startDevServer({ port: 0, uiPort: 0, headless: false, uiCodecEndpoint: codec?.url });
+      if (codec && server.uiUrl) for (const host of ['127.0.0.1', 'localhost']) codec.allowOrigin(`http://${host}:${new URL(server.uiUrl).port}`);
       connection = { ...connection, address: server.address };
       if (rdzvId === 'none') rdzvId = randomUUID();
       console.error(`telastic: standalone Temporal server at ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}`);
@@ -104,6 +130,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL,
         connection: conn,
         nativeConnection: native,
+        sealing,
         retry,
       },
       abort.signal,
@@ -116,11 +143,12 @@ export async function runCommand(argv: string[]): Promise<number> {
     // Gave up waiting for Temporal, a missing namespace, a server that would not start: one line.
     if (abort.signal.aborted) return 143;
     console.error(`telastic run: ${firstLine(err)}`);
-    return 1;
+    return err instanceof UsageError ? 2 : 1; // a bad key file
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await server?.stop();
+    await codec?.close();
   }
 }
 

@@ -52,7 +52,7 @@ export const SUBMIT_USAGE = [
   'Job flags, as telastic run takes them (and their PET_* variables): --nnodes, --nproc-per-node N,',
   '--rdzv-id (default: job-<8 hex>), --rdzv-conf, --max-restarts, --role, -m/--module, --no-python,',
   '--shutdown-timeout, --checkpoint-dir, --keep-checkpoints, --task-queue; connection flags: --address,',
-  '-n/--namespace, --api-key, --tls, --tls-*. See telastic run --help.',
+  '-n/--namespace, --api-key, --tls, --tls-*, --encryption-key-file. See telastic run --help.',
 ].join('\n');
 
 /** `telastic run` flags that belong to a node: a pool job takes them from its agents. */

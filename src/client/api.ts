@@ -4,7 +4,7 @@
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
 import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type DataConverter } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
 import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
@@ -21,6 +21,11 @@ export interface ClientOptions {
   namespace?: string;
   /** The control task queue job workflows run on. @default 'telastic' */
   taskQueue?: string;
+  /**
+   * How payloads are encoded; for sealed jobs `await sealedDataConverter([keyFile])` (exported),
+   * what the CLI uses with TELASTIC_ENCRYPTION_KEY_FILE. @default the SDK's: nothing sealed
+   */
+  dataConverter?: DataConverter;
 }
 
 /** A rejected message (bad input or a mismatch), with the workflow's one-line reason. */
@@ -32,7 +37,7 @@ export class JobInputError extends Error {
 }
 
 function client(o: ClientOptions): Client {
-  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default' });
+  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default', dataConverter: o.dataConverter });
 }
 
 async function rethrowRejection<T>(jobId: string, p: Promise<T>): Promise<T> {

@@ -15,7 +15,7 @@ import { poolDepartSignal, poolJobSignal, poolNodeQuery, poolRegisterSignal, poo
 import { JobInputError, type ClientOptions } from './api';
 
 function client(o: ClientOptions): Client {
-  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default' });
+  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default', dataConverter: o.dataConverter });
 }
 
 /**

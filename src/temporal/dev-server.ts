@@ -38,6 +38,8 @@ export interface DevServerOptions {
   cli?: string;
   /** How long the server may take to answer. @default 60_000 (a loaded 2-core machine needs it) */
   startTimeoutMs?: number;
+  /** The Web UI's codec endpoint (`--ui-codec-endpoint`): a codec server that decodes sealed payloads. */
+  uiCodecEndpoint?: string;
   /** Each line the server writes to stderr (its log). */
   onLog?: (line: string) => void;
   /**
@@ -92,6 +94,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
   const args = [
     'server', 'start-dev', '--ip', ip, '--port', String(port),
     ...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]),
+    ...(uiPort !== undefined && opts.uiCodecEndpoint ? ['--ui-codec-endpoint', opts.uiCodecEndpoint] : []),
     ...(opts.dbFile ? ['--db-filename', opts.dbFile] : []),
     '--namespace', namespace, '--log-level', opts.logLevel ?? 'warn',
     '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',

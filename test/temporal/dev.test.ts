@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -59,4 +60,42 @@ test('telastic dev --headless --no-controller prints only the address and exits 
   child.proc.kill('SIGINT');
   await expect(child.exited).resolves.toEqual({ code: 0, signal: null });
   expect(child.stdout.filter((l) => l !== '')).toEqual([`Temporal server: localhost:${port}`]);
+});
+
+test('telastic dev with a key seals, runs a codec server for its Web UI, and points the UI at it', async () => {
+  const [port, uiPort, codecPort] = [await freePort(), await freePort(), await freePort()];
+  const dir = tempDir();
+  const keyFile = path.join(dir, 'job.key');
+  writeFileSync(keyFile, randomBytes(32).toString('base64'));
+  const child = dev(['--port', String(port), '--ui-port', String(uiPort), '--codec-port', String(codecPort), '--db', path.join(dir, 't.db'), '--encryption-key-file', keyFile]);
+
+  await child.line(/^controller: started/);
+  const codec = `http://127.0.0.1:${codecPort}`;
+  expect(child.stdout.slice(0, 4)).toEqual([
+    `Temporal server: localhost:${port}`,
+    `Web UI: http://localhost:${uiPort}`,
+    `Codec server: ${codec} (the Web UI decodes sealed payloads through it)`,
+    `controller: started 127.0.0.1:${port} default sealed`,
+  ]);
+  const [serverPid] = childPids(child.proc.pid as number);
+  expect(readFileSync(`/proc/${serverPid}/cmdline`, 'utf8').split('\0').join(' ')).toContain(`--ui-codec-endpoint ${codec}`);
+  // The Web UI tells browsers where to decode; the codec server answers the UI's origin.
+  const settings = (await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string } };
+  expect(settings.Codec?.Endpoint).toBe(codec);
+  const pre = await fetch(`${codec}/decode`, { method: 'OPTIONS', headers: { Origin: `http://localhost:${uiPort}`, 'Access-Control-Request-Method': 'POST' } });
+  expect(pre.status).toBe(204);
+  expect(pre.headers.get('access-control-allow-origin')).toBe(`http://localhost:${uiPort}`);
+
+  child.proc.kill('SIGTERM');
+  await expect(child.exited).resolves.toEqual({ code: 0, signal: null });
+  await expect(isListening('127.0.0.1', codecPort)).resolves.toBe(false);
+});
+
+test('telastic dev with a bad key file says so in one line and exits 2', async () => {
+  const dir = tempDir();
+  const keyFile = path.join(dir, 'short.key');
+  writeFileSync(keyFile, randomBytes(16).toString('base64'));
+  const child = dev(['--port', String(await freePort()), '--db', path.join(dir, 't.db'), '--headless', '--encryption-key-file', keyFile]);
+  await expect(child.exited).resolves.toEqual({ code: 2, signal: null });
+  expect(child.stderr.join('\n')).toContain(`telastic dev: --encryption-key-file: ${keyFile}: the key is 16 bytes, expected 32`);
 });

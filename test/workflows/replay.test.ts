@@ -19,9 +19,13 @@
  * whose node fails twice is quarantined (the job runs on without it), released, admitted again.
  *   ledger-job.json      the job with its ledger outbox, quarantine checks and timer summaries
  */
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { telasticDataConverter } from '../../src/temporal/data-converter';
+import { keyId } from '../../src/temporal/sealing';
 
 const dir = path.join(__dirname, '..', 'fixtures', 'histories');
 const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
@@ -36,4 +40,20 @@ test.each(files)('%s replays against the current workflow code', async (file) =>
   await expect(
     Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows'), replayName: file }, history),
   ).resolves.toBeUndefined();
+});
+
+/**
+ * Sealed payloads: a job started before its nodes had a key goes on after the upgrade. With the
+ * codec and the sealing failure converter installed and a key configured, the histories recorded
+ * unsealed still replay (their payloads pass through the codec).
+ */
+test('every recorded (unsealed) history replays with sealing installed and a key configured', async () => {
+  const key = randomBytes(32);
+  const dataConverter = telasticDataConverter([{ id: keyId(key), key, source: 'test key' }]);
+  const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) }));
+  const results = [];
+  for await (const r of Worker.runReplayHistories({ workflowsPath: require.resolve('../../workflows'), dataConverter, replayName: 'sealed' }, histories)) {
+    results.push({ file: r.workflowId, error: r.error?.message });
+  }
+  expect(results).toEqual(files.map((file) => ({ file, error: undefined })));
 });
