@@ -121,5 +121,11 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     async stop(reason?: string) {
       await finish('stopped', reason ?? null);
     },
+    signal(sig: NodeJS.Signals): number {
+      if (stopping) return 0;
+      let n = 0;
+      for (const w of workers) if (w.exit === null && w.child?.kill(sig)) n++;
+      return n;
+    },
   };
 }
