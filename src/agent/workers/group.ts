@@ -9,6 +9,7 @@
  */
 import type { ChildProcess } from 'child_process';
 import { rmSync } from 'fs';
+import { catchesSignal } from './catches';
 import { readErrorFileMessage } from './error-file';
 import { prepareOutput, type WorkerOutput } from './output';
 import { terminateGroups } from './process-group';
@@ -124,7 +125,8 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     signal(sig: NodeJS.Signals): number {
       if (stopping) return 0;
       let n = 0;
-      for (const w of workers) if (w.exit === null && w.child?.kill(sig)) n++;
+      // Not to a worker with no handler for it: most signals would kill it (see catches.ts).
+      for (const w of workers) if (w.exit === null && catchesSignal(w.pid, sig) !== false && w.child?.kill(sig)) n++;
       return n;
     },
   };

@@ -109,8 +109,9 @@ export interface WorkerGroup {
    */
   stop(reason?: string): Promise<void>;
   /**
-   * Send `signal` to each worker still running (the worker process itself, not its process
-   * group: a data loader's children need not handle it). Returns how many were signalled.
+   * Send `signal` to each worker still running that handles it (the worker process itself, not
+   * its process group: a data loader's children need not handle it; a worker without a handler
+   * would die of most signals, so it is skipped). Returns how many were signalled.
    * Absent on stand-in groups (bench/scale-sim.ts).
    */
   signal?(signal: NodeJS.Signals): number;

@@ -126,4 +126,14 @@ describe('startWorkerGroup', () => {
     await g.stop();
     expect(g.signal!('SIGUSR1')).toBe(0);
   });
+
+  it('signal() skips a worker with no handler for the signal (it would die of it)', async () => {
+    const dir = tempDir();
+    const g = group([shWorker(0, `echo ready > ${dir}/ready; while :; do sleep 0.05; done`)], { shutdownTimeoutMs: 300 });
+    await readWhenWritten(join(dir, 'ready'));
+    expect(g.signal!('SIGUSR1')).toBe(0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(alive(g.pids[0]!)).toBe(true);
+    await g.stop();
+  });
 });
