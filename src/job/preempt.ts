@@ -61,6 +61,7 @@ export function finishPreempt(state: JobState, p: Preempt, outcome: { checkpoint
     nodeId: p.nodeId,
     requestedAt: new Date(p.requestedAt).toISOString(),
     graceMs: p.graceMs,
+    round: state.round,
     checkpoint: outcome.checkpoint ? { path: outcome.checkpoint.path, step: outcome.checkpoint.step } : null,
     tookMs: Math.max(0, outcome.now - p.requestedAt),
     ...(outcome.note ? { note: outcome.note } : {}),

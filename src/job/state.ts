@@ -117,6 +117,8 @@ export interface Preemption {
   /** ISO time of the request. */
   requestedAt: string;
   graceMs: number;
+  /** The round the node left at the end of. */
+  round: number;
   checkpoint: { path: string; step: number | null } | null;
   /** From the request to the checkpoint (or to giving up). */
   tookMs: number;

@@ -64,8 +64,8 @@ test('checkpoint-first drains: the one waiting, then how each ended', () => {
   const text = printStatus(status({
     preempting: [{ nodeId: 'c', requestedAt: '2026-12-01T12:00:09.000Z', graceMs: 25_000 }],
     preemptions: [
-      { nodeId: 'a', requestedAt: '2026-12-01T12:00:01.000Z', graceMs: 60_000, checkpoint: { path: '/ck/ckpt_00000123.pt', step: 123 }, tookMs: 2300 },
-      { nodeId: 'b', requestedAt: '2026-12-01T12:00:05.000Z', graceMs: 25_000, checkpoint: null, tookMs: 25_000 },
+      { nodeId: 'a', requestedAt: '2026-12-01T12:00:01.000Z', graceMs: 60_000, round: 1, checkpoint: { path: '/ck/ckpt_00000123.pt', step: 123 }, tookMs: 2300 },
+      { nodeId: 'b', requestedAt: '2026-12-01T12:00:05.000Z', graceMs: 25_000, round: 2, checkpoint: null, tookMs: 25_000 },
     ],
   })).split('\n');
   expect(text.slice(-3)).toEqual([

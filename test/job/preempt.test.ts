@@ -68,7 +68,7 @@ describe('finishPreempt', () => {
     const s = finishPreempt(asked, p, { checkpoint: ck(123, '2026-12-01T12:00:03Z', '/ckpt/ckpt_00000123.pt'), now: T0 + 2300 });
     expect(s.preempts).toEqual([]);
     expect(s.drains).toEqual(['b']);
-    expect(s.preemptions).toEqual([{ nodeId: 'b', requestedAt: '2026-12-01T12:00:01.000Z', graceMs: 25_000, checkpoint: { path: '/ckpt/ckpt_00000123.pt', step: 123 }, tookMs: 2300 }]);
+    expect(s.preemptions).toEqual([{ nodeId: 'b', requestedAt: '2026-12-01T12:00:01.000Z', graceMs: 25_000, round: 3, checkpoint: { path: '/ckpt/ckpt_00000123.pt', step: 123 }, tookMs: 2300 }]);
     expect(describePreemption(s.preemptions![0])).toBe('drain of b: checkpoint-first requested 12:00:01, checkpoint ckpt_00000123.pt (step 123) after 2.3 s');
     expect(toStatus(s).preemptions).toHaveLength(1);
   });
