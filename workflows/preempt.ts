@@ -79,7 +79,7 @@ async function preempt(get: Get, set: Set, p: Preempt): Promise<void> {
   }
   const left = deadline - Date.now();
   if (left <= 0) return end(null);
-  const after = baseline ? `step ${baseline.step ?? '?'} (${baseline.path.split('/').pop()})` : 'none yet';
+  const after = baseline ? `step ${baseline.step ?? '?'} (${baseline.path.split('/').pop()})` : 'the request (none before it)';
   const scope = new wf.CancellationScope();
   const found = scope.run(() =>
     onNode(s, scanner, `${what}: wait up to ${Math.ceil(left / 1000)}s for a checkpoint newer than ${after}`, left + 30_000)
