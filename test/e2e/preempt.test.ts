@@ -17,14 +17,14 @@ const e2e = e2eSuite();
 
 interface Run { job: string; ckpt: string; progress: string; agents: Agent[] }
 
-function startJob(name: string, opts: { steps: number; ckptEvery: number; extra?: string[] }): Run {
+function startJob(name: string, opts: { steps: number; ckptEvery: number; extra?: string[]; rdzv?: string }): Run {
   const dir = tmpDir(name);
   const job = uniqueJobId(name);
   const ckpt = path.join(dir, 'ckpt');
   const progress = path.join(dir, 'progress.log');
   const args = [
     '--nnodes', '1:2', '--nproc-per-node', '2', '--rdzv-id', job, '--checkpoint-dir', ckpt,
-    '--rdzv-conf', 'heartbeat_timeout=3,last_call_timeout=1,prepare_timeout=3', '--shutdown-timeout', '3',
+    '--rdzv-conf', `heartbeat_timeout=3,last_call_timeout=1,prepare_timeout=3${opts.rdzv ?? ''}`, '--shutdown-timeout', '3',
     TRAIN, '--steps', String(opts.steps), '--ckpt-every', String(opts.ckptEvery), '--step-time', '0.03', '--progress', progress, ...(opts.extra ?? []),
   ];
   const agents = ['a', 'b'].map((n) => startAgent(testAddress(), `${name}-${n}`, args, { PYTHON_EXEC: PYTHON }));
@@ -77,8 +77,8 @@ test('drain --checkpoint-first at about step 120: every rank checkpoints, the jo
   expect(progress(r.progress).at(-1)).toEqual({ step: 180, world: 2 });
 });
 
-test('SIGTERM to an agent (a preemption notice): the same, within --leave-grace', async () => {
-  const r = startJob('pre-term', { steps: 180, ckptEvery: 200 });
+test('SIGTERM to an agent (a preemption notice): the same, within --leave-grace; rounds in group workflows (group_size=1)', async () => {
+  const r = startJob('pre-term', { steps: 180, ckptEvery: 200, rdzv: ',group_size=1' });
   const { victim, survivor } = await atStep(r, 120);
   const requestedAt = progress(r.progress).at(-1)!.step;
   victim.proc.kill('SIGTERM');
