@@ -2,7 +2,11 @@
 import type { Checkpoint, JobPhase, JobState, Preemption } from './state';
 import { isQuarantined } from './decide';
 
-export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'draining' | 'lost' | 'drained' | 'left';
+/**
+ * `checkpointing`: a checkpoint-first drain waits for its checkpoint; the node runs on and becomes
+ * `draining` once released (a leave meanwhile makes it `draining` at once, which its agent waits for).
+ */
+export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'draining' | 'checkpointing' | 'lost' | 'drained' | 'left';
 
 export interface NodeStatus {
   nodeId: string;
@@ -33,7 +37,8 @@ export interface JobStatus {
 }
 
 function memberState(state: JobState, nodeId: string): NodeState {
-  if (state.drains.includes(nodeId) || state.preempts?.some((p) => p.nodeId === nodeId)) return 'draining';
+  if (state.drains.includes(nodeId)) return 'draining';
+  if (state.preempts?.some((p) => p.nodeId === nodeId)) return 'checkpointing';
   if (state.finished.includes(nodeId)) return 'succeeded';
   return state.phase === 'running' ? 'running' : 'preparing';
 }

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { drainNode } from '../../src/client/api';
 import { testAddress } from '../setup/temporal';
-import { ROOT, startAgent, status, tmpDir, uniqueJobId, waitFor, e2eSuite, type Agent } from './harness';
+import { FAST_RDZV, ROOT, WORKER, startAgent, status, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite, type Agent } from './harness';
 
 const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const TRAIN = path.join(ROOT, 'examples', 'train.py');
@@ -109,4 +109,29 @@ test('a script that ignores the signal: the drain completes after the grace and 
   const s = await status(e2e.conn, r.job);
   expect(s.preemptions).toEqual([expect.objectContaining({ nodeId: victim.nodeId, checkpoint: null, graceMs: 2000 })]);
   expect(s.preemptions![0].tookMs).toBeGreaterThanOrEqual(2000);
+});
+
+test('a second SIGTERM leaves at once (exit 143), whatever the grace; a worker without a handler is not signalled', async () => {
+  // test/fixtures/worker.py installs no SIGUSR1 handler: it would die of the signal, so it gets none.
+  const dir = tmpDir('pre-twice');
+  const job = uniqueJobId('pre-twice');
+  const args = ['--nnodes', '1:2', '--rdzv-id', job, '--checkpoint-dir', path.join(dir, 'ckpt'), ...FAST_RDZV, WORKER, '--out', dir];
+  const [a, b] = ['twice-a', 'twice-b'].map((n) => startAgent(testAddress(), n, args));
+  e2e.agents.push(a, b);
+  await waitForRound(e2e.conn, job, (s) => s.state === 'running' && s.worldSize === 2);
+  b.proc.kill('SIGTERM');
+  await waitFor('the checkpoint-first drain', async () => (await status(e2e.conn, job)).preempting?.length === 1);
+  const t0 = Date.now();
+  b.proc.kill('SIGTERM');
+  expect(await b.exited).toBe(143);
+  expect(Date.now() - t0).toBeLessThan(10_000); // not the 25 s grace
+  await waitForRound(e2e.conn, job, (s) => s.state === 'running' && s.worldSize === 1).catch(async (err) => {
+    console.log(JSON.stringify(await status(e2e.conn, job)), a.output().slice(-3000), b.output().slice(-3000));
+    throw err;
+  });
+  const s = await status(e2e.conn, job);
+  expect(s.preemptions).toEqual([expect.objectContaining({ nodeId: 'twice-b', checkpoint: null })]);
+  expect(s.restarts).toBe(0); // the worker without a handler was not killed by the signal
+  a.proc.kill('SIGINT');
+  await a.exited;
 });

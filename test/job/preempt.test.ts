@@ -8,11 +8,11 @@ const ck = (step: number | null, time: string, path = `/ckpt/ckpt_${step}.pt`) =
 const T0 = Date.parse('2026-12-01T12:00:01Z');
 
 describe('requestCheckpointFirst', () => {
-  test('a member waits in preempts (not yet a drain), shown as draining', () => {
+  test('a member waits in preempts (not yet a drain), shown as checkpointing', () => {
     const s = requestCheckpointFirst(running(), 'b', 25_000, T0);
     expect(s.preempts).toEqual([{ nodeId: 'b', requestedAt: T0, graceMs: 25_000 }]);
     expect(s.drains).toEqual([]);
-    expect(toStatus(s).nodes.find((n) => n.nodeId === 'b')?.state).toBe('draining');
+    expect(toStatus(s).nodes.find((n) => n.nodeId === 'b')?.state).toBe('checkpointing');
     expect(toStatus(s).preempting).toEqual([{ nodeId: 'b', requestedAt: '2026-12-01T12:00:01.000Z', graceMs: 25_000 }]);
   });
   test('asking twice, or for a node already draining, changes nothing', () => {
