@@ -15,7 +15,7 @@ import { startWorkerGroup } from '../src/agent/workers';
 import type { OutputOptions, Reaper, WorkerGroup } from '../src/agent/workers/types';
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
-import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult } from './types';
+import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
 import { NOT_ALLOWED } from './types';
 
 export interface NodeDeps {
@@ -31,6 +31,8 @@ export interface NodeDeps {
   bindAddress: string;
   output: Omit<OutputOptions, 'logDir'> & { logDir?: string };
   shutdownTimeoutMs: number;
+  /** What `signalWorkers` sends: --checkpoint-signal. @default SIGUSR1 */
+  checkpointSignal?: NodeJS.Signals;
   baseEnv: NodeJS.ProcessEnv;
   /** Per-agent scratch directory (error files). */
   runDir: string;
@@ -46,7 +48,7 @@ export interface NodeDeps {
 }
 
 export interface NodeActivityHandle {
-  activities: Omit<NodeActivities, 'findCheckpoint'>;
+  activities: Omit<NodeActivities, 'findCheckpoint' | 'waitForCheckpoint'>;
   /** Stop the current worker group, if any (agent shutdown, drain, job end). */
   stopAll(reason: string): Promise<void>;
   /**
@@ -60,6 +62,7 @@ export interface NodeActivityHandle {
 export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   let current: WorkerGroup | null = null;
   let currentRun: { jobId: string; startedAt: number } | null = null;
+  let currentRound = 0;
 
   async function stopAll(reason: string): Promise<void> {
     const g = current;
@@ -107,6 +110,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     });
     current = group;
     currentRun = { jobId: a.jobId, startedAt: Date.now() };
+    currentRound = a.round;
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
     deps.onWorkersStarted?.(a, group.pids);
     // The job picks the interval from the heartbeat timeout and the group size; older jobs did not.
@@ -131,9 +135,18 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
   }
 
+  async function signalWorkers(input: SignalWorkersInput): Promise<{ signal: string; signalled: number }> {
+    const signal = deps.checkpointSignal ?? 'SIGUSR1';
+    const g = current;
+    const mine = g !== null && currentRun?.jobId === input.jobId && currentRound === input.round;
+    const signalled = mine ? (g.signal?.(signal) ?? 0) : 0;
+    deps.log.info({ round: input.round, signal, signalled, reason: input.reason }, 'checkpoint signal sent');
+    return { signal, signalled };
+  }
+
   async function stopStale(keep: string | null, before: number, reason: string): Promise<void> {
     if (current && currentRun && currentRun.jobId !== keep && currentRun.startedAt < before) await stopAll(reason);
   }
 
-  return { activities: { prepare, runWorkers }, stopAll, stopStale };
+  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale };
 }

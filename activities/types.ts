@@ -36,12 +36,24 @@ export type RunWorkersResult =
   | { state: 'succeeded' }
   | { state: 'failed'; failure: WorkerFailure };
 
+export interface SignalWorkersInput {
+  jobId: string;
+  round: number;
+  /** Why, for the agent's log (`checkpoint-first drain of node-b`). */
+  reason: string;
+}
+
 /** Node activities; `findCheckpoint` runs on a participant because it mounts the shared directory. */
 export interface NodeActivities extends CheckpointActivities {
   /** Health check, stop whatever this node still runs for the job, reserve a master port. */
   prepare(input: PrepareInput): Promise<PrepareResult>;
   /** Run the node's workers for one round until they all exit, one fails, or it is cancelled. */
   runWorkers(assignment: RoundAssignment): Promise<RunWorkersResult>;
+  /**
+   * Send the agent's checkpoint signal (--checkpoint-signal, default SIGUSR1) to every worker it
+   * runs for this job and round; returns the signal and how many workers got it (0 when none run).
+   */
+  signalWorkers(input: SignalWorkersInput): Promise<{ signal: string; signalled: number }>;
 }
 
 /** What a pool agent runs for the pool itself (workflows/pool.ts). */

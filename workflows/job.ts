@@ -7,7 +7,8 @@ import * as wf from '@temporalio/workflow';
 import { ApplicationFailure, CancelledFailure, isCancellation } from '@temporalio/workflow';
 import * as d from '../src/job/decide';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, scaleRequestSchema, describeZodError } from '../src/job/spec';
-import type { JobSpecInput } from '../src/job/spec';
+import type { DrainRequest, JobSpecInput } from '../src/job/spec';
+import { DEFAULT_DRAIN_GRACE_MS, requestCheckpointFirst } from '../src/job/preempt';
 import { FINAL_PHASES, initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
 import { nodeView, toStatus, type JobStatus } from '../src/job/status';
 import { cancelSignal, drainSignal, drainUpdate, groupFinishedSignal, joinUpdate, leaveSignal, lobbyBatchSignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent } from './messages';
@@ -17,6 +18,7 @@ import { applyGrant, dropSpares, leavePool, linkToPool } from './pool-link';
 import { poolGrantSignal } from './pool-messages';
 import { handOff, keepLedger, ledgerAvailable } from './ledger';
 import { timer } from './timers';
+import { keepPreempting } from './preempt';
 import type { z } from 'zod';
 
 export interface JobInput {
@@ -82,10 +84,17 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
     const r = leaveRequestSchema.safeParse(req);
     if (r.success) state = d.applyDrain(state, r.data.nodeId, 'left');
   });
+  // Checkpoint-first drains are served beside the main loop (workflows/preempt.ts); a run
+  // recorded before them (no marker) treats every drain as a plain one.
+  const preempting = wf.patched('checkpoint-first-drain');
+  const drain = (req: DrainRequest) => {
+    if (req.checkpointFirst && preempting) state = requestCheckpointFirst(state, req.nodeId, req.graceMs ?? DEFAULT_DRAIN_GRACE_MS, Date.now());
+    else state = d.applyDrain(state, req.nodeId);
+  };
   wf.setHandler(
     drainUpdate,
     (req) => {
-      state = d.applyDrain(state, req.nodeId);
+      drain(req);
       return { accepted: true };
     },
     { validator: (req) => reject(d.validateDrain(state, check(drainRequestSchema, req, 'drain').nodeId)) },
@@ -93,7 +102,7 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
   wf.setHandler(drainSignal, (req) => {
     signals++;
     const r = drainRequestSchema.safeParse(req);
-    if (r.success) state = d.applyDrain(state, r.data.nodeId);
+    if (r.success) drain(r.data);
   });
   wf.setHandler(scaleSignal, (req) => {
     signals++;
@@ -143,6 +152,7 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
     }
     await keepLedger(get, set, () => ended);
   });
+  if (preempting) void wf.CancellationScope.nonCancellable(() => keepPreempting(get, set, () => ended));
   try {
     for (;;) {
       throwIfCancelled();

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { createNodeActivities } from '../../activities/node';
 import { createCheckpointActivities } from '../checkpoints';
 import { nodeQueue } from '../../activities/types';
-import { JobInputError, nodeState, sendToLobby, startJob } from '../client/api';
+import { JobInputError, drainNode, nodeState, sendToLobby, startJob } from '../client/api';
 import { describeFailure } from '../job/decide';
 import type { JobSpecInput, JoinRequest } from '../job/spec';
 import { FINAL_PHASES, type Failure } from '../job/state';
@@ -40,6 +40,16 @@ export interface AgentOptions {
   sealing?: Sealing;
   /** Runs a Temporal call, waiting out an unavailable server (src/temporal/retry.ts). */
   retry?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** What this node's workers get when the job asks for a checkpoint. @default SIGUSR1 */
+  checkpointSignal?: NodeJS.Signals;
+  /**
+   * Aborted on a preemption notice (the first SIGTERM): the agent asks the job for a
+   * checkpoint-first drain of this node with `leaveGraceMs`, and leaves when drained, or as on
+   * `stopSignal` once the grace (and LEAVE_WAIT_MS to stop the round) has passed.
+   */
+  preemptSignal?: AbortSignal;
+  /** @default 25000 */
+  leaveGraceMs?: number;
 }
 
 /** How the node's part of the job ended; `code` is the process exit code. */
@@ -61,6 +71,7 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
     bindAddress: o.localAddr,
     output: o.output,
     shutdownTimeoutMs: o.spec.shutdownTimeoutMs ?? 30_000,
+    checkpointSignal: o.checkpointSignal,
     baseEnv: process.env,
     runDir: path.join(o.stateDir, 'errors', o.nodeId),
     reaper,
@@ -115,6 +126,18 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
         const onAbort = () => resolve({ code: 143, summary: `node ${o.nodeId} left job ${jobId}: agent stopped` });
         if (stopSignal.aborted) onAbort();
         else stopSignal.addEventListener('abort', onAbort, { once: true });
+        const onPreempt = () => {
+          const graceMs = o.leaveGraceMs ?? 25_000;
+          nodeLog.info({ graceMs }, 'preemption notice: asking the job for a checkpoint before leaving');
+          void retry(() => drainNode(opts, jobId, o.nodeId, 2000, { checkpointFirst: true, graceMs })).catch((err) => {
+            nodeLog.error({ err: String(err) }, 'checkpoint-first drain not sent: leaving at once');
+            onAbort();
+          });
+          // The job releases the node after the grace at the latest; give it time to stop the round.
+          setTimeout(() => !done && resolve({ code: 143, summary: `node ${o.nodeId} left job ${jobId}: not released within the ${graceMs / 1000}s grace` }), graceMs + LEAVE_WAIT_MS).unref();
+        };
+        if (o.preemptSignal?.aborted) onPreempt();
+        else o.preemptSignal?.addEventListener('abort', onPreempt, { once: true });
       });
       const watch = (async (): Promise<AgentOutcome | null> => {
         while (!done && !stopSignal.aborted) {

@@ -7,7 +7,8 @@ import { ApplicationFailure, asyncLocalStorage } from '@temporalio/activity';
 import { CheckpointDirError, InvalidKeepError } from './errors';
 import { planPrune, removeAll } from './prune';
 import { findCheckpoints } from './scan';
-import { REPORT_LIST_CAP, type CheckpointActivities, type CheckpointReport, type FindCheckpointInput, type ScanOptions } from './types';
+import { isNewerCheckpoint } from '../job/preempt';
+import { REPORT_LIST_CAP, type CheckpointActivities, type CheckpointInfo, type CheckpointReport, type FindCheckpointInput, type ScanOptions, type WaitForCheckpointInput } from './types';
 
 /** The two levels used here, in pino's argument order (`src/log.ts`'s logger fits). */
 export interface CheckpointLogger {
@@ -57,5 +58,24 @@ export function createCheckpointActivities(deps: CheckpointDeps = {}): Checkpoin
     }
   }
 
-  return { findCheckpoint };
+  async function waitForCheckpoint(input: WaitForCheckpointInput): Promise<CheckpointInfo | null> {
+    const ctx = asyncLocalStorage.getStore();
+    const deadline = Date.now() + input.timeoutMs;
+    const pollMs = input.pollMs ?? 100;
+    for (;;) {
+      ctx?.heartbeat();
+      // A scan can fail while a writer renames; the next one sees the directory settled.
+      const latest = await findCheckpoints(input.dir, deps.scan).then((s) => s.latest, () => null);
+      if (isNewerCheckpoint(latest, input.baseline, input.requestedAt)) {
+        logger(deps)?.info({ jobId: input.jobId, path: latest!.path, step: latest!.step }, 'checkpoint after the request');
+        return latest;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      await new Promise((r) => setTimeout(r, Math.min(pollMs, left)));
+      if (ctx?.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
+    }
+  }
+
+  return { findCheckpoint, waitForCheckpoint };
 }

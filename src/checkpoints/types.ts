@@ -83,7 +83,25 @@ export interface CheckpointReport {
 
 export const REPORT_LIST_CAP = 20;
 
+export interface WaitForCheckpointInput {
+  jobId: string;
+  dir: string;
+  /** The newest complete checkpoint when the workers were asked to checkpoint (null: none). */
+  baseline: CheckpointInfo | null;
+  /** Epoch ms of the request: without a baseline, a checkpoint written since then counts. */
+  requestedAt: number;
+  /** Give up (and return null) after this long. */
+  timeoutMs: number;
+  /** How often the directory is scanned. @default 100 */
+  pollMs?: number;
+}
+
 export interface CheckpointActivities {
   /** Find the newest complete checkpoint in `dir`; prune old ones when `keep` is given. */
   findCheckpoint(input: FindCheckpointInput): Promise<CheckpointReport>;
+  /**
+   * Scan `dir` until a complete checkpoint newer than `baseline` appears (src/job/preempt.ts,
+   * isNewerCheckpoint) or `timeoutMs` passed; heartbeats while it waits. Prunes nothing.
+   */
+  waitForCheckpoint(input: WaitForCheckpointInput): Promise<CheckpointInfo | null>;
 }

@@ -9,6 +9,7 @@ import { Client } from '@temporalio/client';
 import { Option, type Command } from 'commander';
 import { cancelJob, drainNode, getJobStatus, scaleJob, type ClientOptions } from '../client/api';
 import { describeFailure } from '../job/decide';
+import { DEFAULT_DRAIN_GRACE_MS, describePreemption } from '../job/preempt';
 import type { JobStatus } from '../job/status';
 import { getPoolStatus } from '../client/pool';
 import type { PoolState } from '../pool/state';
@@ -21,7 +22,7 @@ import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type Connect
 import { UsageError } from './errors';
 import { installRuntime } from './run';
 import { registerLedgerCommands } from './ledger-commands';
-import { parseValue, secondsToMs } from './values';
+import { durationToMs, parseValue, secondsToMs } from './values';
 
 export const DEFAULT_CONNECT_TIMEOUT_S = 60;
 
@@ -68,6 +69,8 @@ export function printStatus(s: JobStatus): string {
   ];
   if (s.lastFailure) lines.push(`last failure: ${describeFailure(s.lastFailure)}`);
   if (s.checkpoint) lines.push(`checkpoint: ${s.checkpoint.path} (step ${s.checkpoint.step ?? '?'}, ${s.checkpoint.time})`);
+  for (const p of s.preempting ?? []) lines.push(`drain of ${p.nodeId}: checkpoint-first requested ${p.requestedAt.slice(11, 19)}, waiting for a checkpoint (grace ${p.graceMs / 1000}s)`);
+  for (const p of s.preemptions ?? []) lines.push(describePreemption(p));
   for (const q of s.quarantined ?? []) lines.push(`quarantined: ${q.nodeId}: ${q.reason} (telastic nodes --release ${q.nodeId})`);
   return lines.join('\n');
 }
@@ -106,9 +109,20 @@ export function registerCommands(program: Command): void {
     console.log(r === 'queued' ? `job ${job}: no coordinator answered; the scale to ${asked} is recorded and applies when a coordinator returns` : `job ${job}: nodes ${r.minNodes}:${r.maxNodes}`);
     return 0;
   });
-  withConnection(program.command('drain').argument('<job>').argument('<node>').description('release a node at the next round boundary (recorded even while no coordinator runs)'), async (_conn, c, _f, [job, node], retry) => {
-    const r = await retry(() => drainNode(c, job, node));
-    console.log(r === 'applied' ? `job ${job}: draining ${node}` : `job ${job}: no coordinator answered; the drain of ${node} is recorded and applies when a coordinator returns`);
+  const drainCmd = program
+    .command('drain')
+    .argument('<job>')
+    .argument('<node>')
+    .option('--checkpoint-first', 'first ask every worker of the job to checkpoint (their agents\' --checkpoint-signal) and release the node once a newer checkpoint is complete')
+    .option('--grace <duration>', 'with --checkpoint-first: release the node anyway after this long (default 60s)')
+    .description('release a node at the next round boundary (recorded even while no coordinator runs)');
+  withConnection(drainCmd, async (_conn, c, flags, [job, node], retry) => {
+    if (flags.grace !== undefined && !flags.checkpointFirst) throw new UsageError('--grace: only with --checkpoint-first', '--grace', String(flags.grace));
+    const graceMs = flags.grace === undefined ? undefined : parseValue(durationToMs, { raw: String(flags.grace), from: '--grace' });
+    const opts = flags.checkpointFirst ? { checkpointFirst: true, graceMs: graceMs ?? DEFAULT_DRAIN_GRACE_MS } : {};
+    const r = await retry(() => drainNode(c, job, node, undefined, opts));
+    const how = flags.checkpointFirst ? ` after a checkpoint (grace ${(graceMs ?? DEFAULT_DRAIN_GRACE_MS) / 1000}s)` : '';
+    console.log(r === 'applied' ? `job ${job}: draining ${node}${how}` : `job ${job}: no coordinator answered; the drain of ${node}${how} is recorded and applies when a coordinator returns`);
     return 0;
   });
   withConnection(program.command('pool').argument('<name>').option('--json', 'print the pool state as JSON').description('show a pool: its nodes, their state and job, and its jobs in arrival order'), async (conn, c, flags, [name]) => {

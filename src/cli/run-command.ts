@@ -64,6 +64,8 @@ export const TELASTIC_FLAGS: readonly RunFlag[] = [
   flag('no-coordinator', undefined, 'do not host job workflows on this node (a controller does)', false),
   flag('checkpoint-dir', 'dir', 'directory shared by all nodes; TELASTIC_CHECKPOINT_DIR for workers', false),
   flag('keep-checkpoints', 'n', 'keep only the newest N checkpoints', false),
+  flag('checkpoint-signal', 'signal', 'what the job\'s workers get when a drain or SIGTERM asks for a checkpoint first (default SIGUSR1)', false),
+  flag('leave-grace', 'duration', 'on SIGTERM (a preemption notice), how long the job may take to checkpoint before this node leaves; 0 leaves at once; a second SIGTERM leaves at once (default 25s)', false),
   flag('task-queue', 'name', 'the control task queue (default "telastic")', false),
 ];
 

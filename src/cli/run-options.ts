@@ -55,6 +55,15 @@ const IGNORED: Record<string, string> = {
   'signals-to-handle': 'SIGTERM, SIGINT, SIGHUP and SIGQUIT stop the workers',
 };
 
+/** `--leave-grace`: a duration (`25s`, `1m`) or 0 for none. */
+function leaveGrace(raw: v.RawValue | undefined): number {
+  if (raw === undefined) return DEFAULT_LEAVE_GRACE_MS;
+  if (/^\s*0+(\.0*)?\s*(s|ms|m)?\s*$/.test(raw.raw)) return 0;
+  return v.parseValue(v.durationToMs, raw);
+}
+
+export const DEFAULT_LEAVE_GRACE_MS = 25_000;
+
 /** Parse `telastic run` argv (the words after `run`) and the environment into `RunOptions`. */
 export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = systemInfo()): RunOptions {
   const a = splitRunArgv(argv, env);
@@ -133,6 +142,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     coordinator: !a.given('no-coordinator'),
     checkpointDir: opt(v.nonEmpty, 'checkpoint-dir'),
     keepCheckpoints: opt(v.intAtLeast(1), 'keep-checkpoints'),
+    checkpointSignal: opt(v.catchableSignalSchema, 'checkpoint-signal') ?? 'SIGUSR1',
+    leaveGraceMs: leaveGrace(a.value('leave-grace')),
     connection,
     notes,
   });

@@ -60,6 +60,14 @@ export const runOptionsSchema = z
     coordinator: z.boolean(),
     checkpointDir: z.string().min(1).optional(),
     keepCheckpoints: int.min(1).optional(),
+    /** `--checkpoint-signal`: sent to this node's workers when the job asks for a checkpoint. @default SIGUSR1 */
+    checkpointSignal: z.string().regex(/^SIG[A-Z0-9]+$/),
+    /**
+     * `--leave-grace`: on SIGTERM, how long the job may take to checkpoint before the node
+     * leaves (a checkpoint-first drain of itself); 0 leaves at once. Fits Kubernetes' 30 s
+     * terminationGracePeriodSeconds with room for stopping the workers. @default 25000
+     */
+    leaveGraceMs: int.min(0),
     connection: connectionOptionsSchema,
     /** One line per accepted-but-ignored input (`--master-port`, unknown `--rdzv-conf` keys…). */
     notes: z.array(z.string()),

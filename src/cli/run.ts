@@ -79,9 +79,19 @@ export async function runCommand(argv: string[]): Promise<number> {
   let server: DevServer | undefined;
   let codec: CodecServer | undefined;
   const abort = new AbortController();
+  // SIGTERM is a preemption notice (Kubernetes, spot instances): the first asks the job for a
+  // checkpoint before this node leaves, within --leave-grace; a second one, or SIGINT, leaves at
+  // once. Without a checkpoint directory there is nothing to wait for: it leaves at once.
+  const preempt = new AbortController();
+  const checkpointFirst = o.leaveGraceMs > 0 && o.checkpointDir !== undefined;
   const onSignal = () => abort.abort();
+  const onTerm = () => {
+    if (!checkpointFirst || preempt.signal.aborted) return abort.abort();
+    console.error(`telastic: SIGTERM: node ${o.nodeId} leaves job ${o.rdzvId} after a checkpoint (grace ${o.leaveGraceMs / 1000}s); SIGTERM again to leave at once`);
+    preempt.abort();
+  };
   process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  process.on('SIGTERM', onTerm);
   try {
     let connection = o.connection;
     let rdzvId = o.rdzvId;
@@ -132,6 +142,9 @@ export async function runCommand(argv: string[]): Promise<number> {
         nativeConnection: native,
         sealing,
         retry,
+        checkpointSignal: o.checkpointSignal as NodeJS.Signals,
+        leaveGraceMs: o.leaveGraceMs,
+        preemptSignal: preempt.signal,
       },
       abort.signal,
     );
@@ -146,7 +159,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     return err instanceof UsageError ? 2 : 1; // a bad key file
   } finally {
     process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    process.off('SIGTERM', onTerm);
     await server?.stop();
     await codec?.close();
   }

@@ -3,6 +3,7 @@
  * messages complete the sentence `${flag} ${value}: …`. Number forms follow Python's `int()` and
  * `float()` as torchrun's argparse applies them (surrounding blanks and a sign are fine).
  */
+import * as os from 'node:os';
 import { z } from 'zod';
 import { UsageError } from './errors';
 
@@ -156,4 +157,14 @@ export const durationToMs = z.string().transform((s, ctx) => {
     return z.NEVER;
   }
   return Math.round(ms);
+});
+
+/** A signal a process can catch, by name: `SIGUSR1`, `USR1`, `sigusr2`. */
+export const catchableSignalSchema = z.string().transform((s, ctx) => {
+  const name = s.trim().toUpperCase().replace(/^(?!SIG)/, 'SIG');
+  if (!(name in os.constants.signals) || name === 'SIGKILL' || name === 'SIGSTOP') {
+    ctx.addIssue({ code: 'custom', message: 'expected a signal a process can catch, such as SIGUSR1 or SIGUSR2' });
+    return z.NEVER;
+  }
+  return name as NodeJS.Signals;
 });

@@ -114,9 +114,19 @@ export async function scaleJob(o: ClientOptions, jobId: string, req: ScaleReques
   return updateOrSignal(o, jobId, waitMs, () => handle.executeUpdate(scaleUpdate, { args: [r] }), () => handle.signal(scaleSignal, r));
 }
 
-/** Drain a node: like `scaleJob`, an update when a coordinator answers, else a kept signal. */
-export async function drainNode(o: ClientOptions, jobId: string, nodeId: string, waitMs = UPDATE_WAIT_MS): Promise<'applied' | 'queued'> {
-  const r = parseOrThrow(drainRequestSchema, { nodeId }, 'drain');
+/**
+ * Drain a node: like `scaleJob`, an update when a coordinator answers, else a kept signal.
+ * `checkpointFirst`: the job's workers are asked to checkpoint first and the node goes once a
+ * newer checkpoint is complete or after `graceMs` (default 60 s).
+ */
+export async function drainNode(
+  o: ClientOptions,
+  jobId: string,
+  nodeId: string,
+  waitMs = UPDATE_WAIT_MS,
+  opts: { checkpointFirst?: boolean; graceMs?: number } = {},
+): Promise<'applied' | 'queued'> {
+  const r = parseOrThrow(drainRequestSchema, { nodeId, ...opts }, 'drain');
   const handle = client(o).workflow.getHandle(jobId);
   const applied = await updateOrSignal(o, jobId, waitMs, () => handle.executeUpdate(drainUpdate, { args: [r] }), () => handle.signal(drainSignal, r));
   return applied === 'queued' ? 'queued' : 'applied';

@@ -86,7 +86,17 @@ export type JoinRequest = z.infer<typeof joinRequestSchema>;
 export const leaveRequestSchema = z.object({ nodeId: id, reason: z.string().optional() });
 export type LeaveRequest = z.infer<typeof leaveRequestSchema>;
 
-export const drainRequestSchema = z.object({ nodeId: id });
+/**
+ * A drain. `checkpointFirst`: every worker of the job is first asked to checkpoint (the agents'
+ * --checkpoint-signal) and the node leaves once a checkpoint newer than the request is complete,
+ * or after `graceMs` (src/job/preempt.ts).
+ */
+export const drainRequestSchema = z.object({
+  nodeId: id,
+  checkpointFirst: z.boolean().optional(),
+  /** How long a checkpoint-first drain waits for the checkpoint. @default 60000 */
+  graceMs: ms.max(3_600_000).optional(),
+});
 export type DrainRequest = z.infer<typeof drainRequestSchema>;
 
 export const scaleRequestSchema = z

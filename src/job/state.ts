@@ -95,8 +95,35 @@ export interface JobState {
   poolNodes?: string[];
   /** Nodes of this job the ledger has quarantined: kept out of rounds until released (src/ledger/quarantine.ts). */
   quarantined?: Quarantine[];
+  /** Checkpoint-first drains waiting for their checkpoint, oldest first (src/job/preempt.ts). */
+  preempts?: Preempt[];
+  /** How the recent checkpoint-first drains ended, newest last. */
+  preemptions?: Preemption[];
   /** The ledger's outbox (workflows/ledger.ts); absent when no ledger records the job. */
   ledger?: { cursor: LedgerCursor | null; outbox: LedgerRecord[] };
+}
+
+/** A checkpoint-first drain in progress: the node leaves once a new checkpoint is complete. */
+export interface Preempt {
+  nodeId: string;
+  /** Workflow time (ms) the request arrived. */
+  requestedAt: number;
+  graceMs: number;
+}
+
+/** How a checkpoint-first drain ended: the checkpoint it produced, or null when none came. */
+export interface Preemption {
+  nodeId: string;
+  /** ISO time of the request. */
+  requestedAt: string;
+  graceMs: number;
+  /** The round the node left at the end of. */
+  round: number;
+  checkpoint: { path: string; step: number | null } | null;
+  /** From the request to the checkpoint (or to giving up). */
+  tookMs: number;
+  /** Why no checkpoint: the grace ran out, a plain drain came first, no checkpoint directory… */
+  note?: string;
 }
 
 export interface Rejection {

@@ -1,8 +1,12 @@
 /** The status object: answer of the `status` query and of `telastic status JOB --json`. */
-import type { Checkpoint, JobPhase, JobState } from './state';
+import type { Checkpoint, JobPhase, JobState, Preemption } from './state';
 import { isQuarantined } from './decide';
 
-export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'draining' | 'lost' | 'drained' | 'left';
+/**
+ * `checkpointing`: a checkpoint-first drain waits for its checkpoint; the node runs on and becomes
+ * `draining` once released (a leave meanwhile makes it `draining` at once, which its agent waits for).
+ */
+export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'draining' | 'checkpointing' | 'lost' | 'drained' | 'left';
 
 export interface NodeStatus {
   nodeId: string;
@@ -26,10 +30,15 @@ export interface JobStatus {
   checkpoint: Checkpoint | null;
   /** Nodes the ledger keeps out of this job's rounds, and why (absent when none). */
   quarantined?: { nodeId: string; reason: string }[];
+  /** Checkpoint-first drains waiting for their checkpoint (absent when none). */
+  preempting?: { nodeId: string; requestedAt: string; graceMs: number }[];
+  /** How recent checkpoint-first drains ended, newest last (absent when none). */
+  preemptions?: Preemption[];
 }
 
 function memberState(state: JobState, nodeId: string): NodeState {
   if (state.drains.includes(nodeId)) return 'draining';
+  if (state.preempts?.some((p) => p.nodeId === nodeId)) return 'checkpointing';
   if (state.finished.includes(nodeId)) return 'succeeded';
   return state.phase === 'running' ? 'running' : 'preparing';
 }
@@ -58,6 +67,8 @@ export function toStatus(state: JobState): JobStatus {
     lastFailure: f ? { nodeId: f.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message } : null,
     checkpoint: state.checkpoint,
     ...(state.quarantined?.length ? { quarantined: state.quarantined } : {}),
+    ...(state.preempts?.length ? { preempting: state.preempts.map((p) => ({ nodeId: p.nodeId, requestedAt: new Date(p.requestedAt).toISOString(), graceMs: p.graceMs })) } : {}),
+    ...(state.preemptions?.length ? { preemptions: state.preemptions } : {}),
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import type { Failure, JobState } from '../job/state';
 import type { LedgerRecord } from './records';
+import { describePreemption } from '../job/preempt';
 
 export interface LedgerCursor {
   /** The last seq used; records are numbered from 1. */
@@ -55,7 +56,9 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
   const departures = s.departed.filter((d) => !c.departures.includes(`${d.nodeId}@${d.round}`));
   for (const d of departures) {
     const event = d.reason === 'lost' ? 'lost' : d.reason === 'drained' ? 'drain' : 'leave';
-    drafts.push({ kind: 'nodeEvent', nodeId: d.nodeId, event, cause: d.reason });
+    // A checkpoint-first drain says how its checkpoint went (src/job/preempt.ts).
+    const preempted = d.reason === 'drained' ? s.preemptions?.find((p) => p.nodeId === d.nodeId && p.round === d.round) : undefined;
+    drafts.push({ kind: 'nodeEvent', nodeId: d.nodeId, event, cause: preempted ? describePreemption(preempted) : d.reason });
   }
   const wasOut = c.quarantined ?? [];
   const nowOut = s.quarantined ?? [];

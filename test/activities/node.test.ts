@@ -86,4 +86,21 @@ describe('createNodeActivities with an injected startGroup', () => {
     expect(h.stops[0]).toBe('round 3 is forming');
     expect(String(await running)).toMatch(/were stopped: round 3 is forming/);
   });
+
+  it('signalWorkers sends the checkpoint signal to the group of that job and round only', async () => {
+    const g = fakeGroup();
+    const sent: string[] = [];
+    const startGroup = (opts: GroupOptions): WorkerGroup => ({ ...g.startGroup(opts), signal: (sig) => (sent.push(sig), 2) });
+    const node = activities(startGroup);
+    const running = new MockActivityEnvironment().run(node.activities.runWorkers, assignment);
+    await new Promise((r) => setTimeout(r, 50));
+    const signal = (round: number, jobId = 'job1') => new MockActivityEnvironment().run(node.activities.signalWorkers, { jobId, round, reason: 'test' });
+    await expect(signal(2)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 2 });
+    await expect(signal(1)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
+    await expect(signal(2, 'other')).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
+    expect(sent).toEqual(['SIGUSR1']);
+    g.end({ state: 'succeeded', exits: [] });
+    await running;
+    await expect(signal(2)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
+  });
 });

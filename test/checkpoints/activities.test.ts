@@ -78,3 +78,25 @@ it("fails without retries on a bad keep or a checkpoint dir that is a file, and 
   expect(report.latest?.step).toBe(1);
   expect(lines).toContain('INFO checkpoint found');
 });
+
+describe('waitForCheckpoint', () => {
+  const wait = (baseline: { path: string; step: number | null; time: string; kind: 'file' } | null, timeoutMs: number) =>
+    new MockActivityEnvironment().run(createCheckpointActivities({ log: recordingLog() }).waitForCheckpoint, { jobId: 'j', dir, baseline, requestedAt: Date.now(), timeoutMs, pollMs: 20 });
+
+  test('returns the first complete checkpoint newer than the baseline, once it appears', async () => {
+    await fill(3);
+    const { latest } = await createCheckpointActivities().findCheckpoint({ jobId: 'j', dir });
+    const waiting = wait(latest as never, 5000);
+    await new Promise((r) => setTimeout(r, 150));
+    await writeFile(path.join(dir, 'ckpt_4.safetensors'), 'w');
+    await expect(waiting).resolves.toMatchObject({ path: path.join(dir, 'ckpt_4.safetensors'), step: 4 });
+  });
+
+  test('null when none came within the timeout; the baseline itself does not count', async () => {
+    await fill(2);
+    const { latest } = await createCheckpointActivities().findCheckpoint({ jobId: 'j', dir });
+    const t0 = Date.now();
+    await expect(wait(latest as never, 300)).resolves.toBeNull();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+  });
+});

@@ -59,3 +59,18 @@ test('the checkpoint (step ? when unknown) and each quarantined node with how to
   ]);
   expect(printStatus(status({ checkpoint: { path: '/ck/d', step: null, time: 't' } }))).toContain('checkpoint: /ck/d (step ?, t)');
 });
+
+test('checkpoint-first drains: the one waiting, then how each ended', () => {
+  const text = printStatus(status({
+    preempting: [{ nodeId: 'c', requestedAt: '2026-12-01T12:00:09.000Z', graceMs: 25_000 }],
+    preemptions: [
+      { nodeId: 'a', requestedAt: '2026-12-01T12:00:01.000Z', graceMs: 60_000, round: 1, checkpoint: { path: '/ck/ckpt_00000123.pt', step: 123 }, tookMs: 2300 },
+      { nodeId: 'b', requestedAt: '2026-12-01T12:00:05.000Z', graceMs: 25_000, round: 2, checkpoint: null, tookMs: 25_000 },
+    ],
+  })).split('\n');
+  expect(text.slice(-3)).toEqual([
+    'drain of c: checkpoint-first requested 12:00:09, waiting for a checkpoint (grace 25s)',
+    'drain of a: checkpoint-first requested 12:00:01, checkpoint ckpt_00000123.pt (step 123) after 2.3 s',
+    'drain of b: checkpoint-first requested 12:00:05, no checkpoint within the 25s grace',
+  ]);
+});

@@ -37,6 +37,8 @@ describe('defaults are torchrun\'s', () => {
       shutdownTimeoutMs: 30_000,
       nodeId: 'host-a-42',
       coordinator: true,
+      checkpointSignal: 'SIGUSR1',
+      leaveGraceMs: 25_000,
       connection: { address: 'localhost:7233', namespace: 'default' },
       notes: [],
     });
@@ -78,6 +80,9 @@ describe('spellings: dashed, underscored and --flag=value', () => {
     ['checkpoint-dir', '/shared/ckpt', (o) => o.checkpointDir, '/shared/ckpt'],
     ['keep-checkpoints', '3', (o) => o.keepCheckpoints, 3],
     ['task-queue', 'tq', (o) => o.taskQueue, 'tq'],
+    ['checkpoint-signal', 'usr2', (o) => o.checkpointSignal, 'SIGUSR2'],
+    ['leave-grace', '1m', (o) => o.leaveGraceMs, 60_000],
+    ['leave-grace', '0', (o) => o.leaveGraceMs, 0],
   ];
   for (const [name, value, pick, expected] of cases) {
     const under = name.replace(/-/g, '_');
@@ -292,6 +297,9 @@ describe('bad input: one line naming the flag and the value', () => {
     [['--role', '', 't.py'], '--role "": must not be empty', '--role', ''],
     [['--keep-checkpoints', '0', 't.py'], '--keep-checkpoints 0: must be an integer >= 1', '--keep-checkpoints', '0'],
     [['--node-id', '-bad', 't.py'], '--node-id -bad: letters, digits and . _ : @ - only', '--node-id', '-bad'],
+    [['--checkpoint-signal', 'SIGKILL', 't.py'], '--checkpoint-signal SIGKILL: expected a signal a process can catch, such as SIGUSR1 or SIGUSR2', '--checkpoint-signal', 'SIGKILL'],
+    [['--checkpoint-signal', 'USR9', 't.py'], '--checkpoint-signal USR9: expected a signal a process can catch, such as SIGUSR1 or SIGUSR2', '--checkpoint-signal', 'USR9'],
+    [['--leave-grace', 'soon', 't.py'], '--leave-grace soon: expected a duration such as 90s, 30m, 24h or 7d', '--leave-grace', 'soon'],
   ];
   // A rest parameter, so jest does not take a missing `value` for a `done` callback.
   it.each(cases)('%j', (...[argv, message, field, value]: (typeof cases)[number]) => {

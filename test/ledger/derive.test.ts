@@ -75,3 +75,17 @@ test('a job that fails before settling blame records its pending failure', () =>
   r = step(r.c, s);
   expect(r.kinds).toEqual(['roundEnded', 'failure', 'jobEnded']);
 });
+
+test('a checkpoint-first drain is recorded with how its checkpoint went', async () => {
+  const { requestCheckpointFirst, finishPreempt } = await import('../../src/job/preempt');
+  let s = running(initialState(spec, 0), 1, 'a', 'b');
+  let r = step(null, s);
+  s = requestCheckpointFirst(s, 'b', 25_000, Date.parse('2026-01-01T00:00:01Z'));
+  s = finishPreempt(s, s.preempts![0], { checkpoint: { path: '/c/ckpt_00000129.pt', step: 129, time: 't' }, now: Date.parse('2026-01-01T00:00:02.400Z') });
+  s = d.settleMembership({ ...s, phase: 'restarting' });
+  r = step(r.c, s);
+  expect(r.records.find((x) => x.kind === 'nodeEvent')).toMatchObject({ event: 'drain', nodeId: 'b', cause: 'drain of b: checkpoint-first requested 00:00:01, checkpoint ckpt_00000129.pt (step 129) after 1.4 s' });
+  // A later plain drain of the same node (another round) is a plain drain.
+  s = d.settleMembership(d.applyDrain(running({ ...s, departed: [] }, 2, 'a', 'b'), 'b'));
+  expect(step(r.c, s).records.find((x) => x.kind === 'nodeEvent' && x.nodeId === 'b')).toMatchObject({ event: 'drain', cause: 'drained' });
+});

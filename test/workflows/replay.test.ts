@@ -18,6 +18,9 @@
  * Recorded by scripts/record-ledger-histories.sh: a controller hosting the embedded ledger; a job
  * whose node fails twice is quarantined (the job runs on without it), released, admitted again.
  *   ledger-job.json      the job with its ledger outbox, quarantine checks and timer summaries
+ * Recorded by scripts/record-preempt-histories.sh: examples/train.py on two agents (1:2 × 1); node-b
+ * is drained with --checkpoint-first, every worker checkpoints, the job goes on alone and succeeds.
+ *   preempt-job.json     the checkpoint-first drain: baseline scan, checkpoint signals, the wait
  */
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';

@@ -9,6 +9,7 @@
  */
 import type { ChildProcess } from 'child_process';
 import { rmSync } from 'fs';
+import { catchesSignal } from './catches';
 import { readErrorFileMessage } from './error-file';
 import { prepareOutput, type WorkerOutput } from './output';
 import { terminateGroups } from './process-group';
@@ -120,6 +121,13 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     wait: () => result,
     async stop(reason?: string) {
       await finish('stopped', reason ?? null);
+    },
+    signal(sig: NodeJS.Signals): number {
+      if (stopping) return 0;
+      let n = 0;
+      // Not to a worker with no handler for it: most signals would kill it (see catches.ts).
+      for (const w of workers) if (w.exit === null && catchesSignal(w.pid, sig) !== false && w.child?.kill(sig)) n++;
+      return n;
     },
   };
 }

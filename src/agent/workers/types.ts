@@ -108,6 +108,13 @@ export interface WorkerGroup {
    * process of the group is left. A no-op on a group that has already ended.
    */
   stop(reason?: string): Promise<void>;
+  /**
+   * Send `signal` to each worker still running that handles it (the worker process itself, not
+   * its process group: a data loader's children need not handle it; a worker without a handler
+   * would die of most signals, so it is skipped). Returns how many were signalled.
+   * Absent on stand-in groups (bench/scale-sim.ts).
+   */
+  signal?(signal: NodeJS.Signals): number;
 }
 
 /** A sidecar that SIGKILLs the tracked process groups when the agent dies (see reaper.ts). */

@@ -113,4 +113,27 @@ describe('startWorkerGroup', () => {
     await g.stop('too late');
     expect((await g.wait()).state).toBe('succeeded');
   });
+
+  it('signal() reaches each running worker itself, not its grandchildren, and is a no-op once stopping', async () => {
+    const dir = tempDir();
+    // The worker counts USR1s; its grandchild would die of one (the default action).
+    const script = (lr: number) => `sleep 1000 & echo $! > ${dir}/gc${lr}; n=0; trap 'n=$((n+1)); echo $n > ${dir}/usr1-${lr}' USR1; echo ready > ${dir}/ready${lr}; while :; do sleep 0.05; done`;
+    const g = group([shWorker(0, script(0)), shWorker(1, script(1))], { shutdownTimeoutMs: 300 });
+    await Promise.all([0, 1].map((lr) => readWhenWritten(join(dir, `ready${lr}`))));
+    expect(g.signal!('SIGUSR1')).toBe(2);
+    expect(await Promise.all([0, 1].map((lr) => readWhenWritten(join(dir, `usr1-${lr}`))))).toEqual(['1', '1']);
+    for (const lr of [0, 1]) expect(alive(Number(await readWhenWritten(join(dir, `gc${lr}`))))).toBe(true);
+    await g.stop();
+    expect(g.signal!('SIGUSR1')).toBe(0);
+  });
+
+  it('signal() skips a worker with no handler for the signal (it would die of it)', async () => {
+    const dir = tempDir();
+    const g = group([shWorker(0, `echo ready > ${dir}/ready; while :; do sleep 0.05; done`)], { shutdownTimeoutMs: 300 });
+    await readWhenWritten(join(dir, 'ready'));
+    expect(g.signal!('SIGUSR1')).toBe(0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(alive(g.pids[0]!)).toBe(true);
+    await g.stop();
+  });
 });
