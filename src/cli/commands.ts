@@ -37,11 +37,13 @@ function connectWait(flags: { connectTimeout?: string }): Wait {
   return { patienceMs, patienceName: '--connect-timeout' };
 }
 
-function withConnection(cmd: Command, action: Action): Command {
+/** `check` sees the flags before any connection is made: bad input fails at once, with Temporal up or not. */
+function withConnection(cmd: Command, action: Action, check?: (flags: Record<string, unknown>) => void): Command {
   const timeout = new Option('--connect-timeout <seconds>', `how long to wait for an unavailable Temporal server (env TELASTIC_CONNECT_TIMEOUT, default ${DEFAULT_CONNECT_TIMEOUT_S})`);
   return addConnectionOptions(cmd).addOption(timeout).action(async (...all: unknown[]) => {
     const command = all[all.length - 1] as Command;
     const flags = command.opts<ConnectionFlagValues & Record<string, unknown> & { connectTimeout?: string }>();
+    check?.(flags);
     const co = compileConnectionOptions(flags, process.env);
     const wait = connectWait(flags);
     const dataConverter = await dataConverterFor(co);
@@ -116,15 +118,18 @@ export function registerCommands(program: Command): void {
     .option('--checkpoint-first', 'first ask every worker of the job to checkpoint (their agents\' --checkpoint-signal) and release the node once a newer checkpoint is complete')
     .option('--grace <duration>', 'with --checkpoint-first: release the node anyway after this long (default 60s)')
     .description('release a node at the next round boundary (recorded even while no coordinator runs)');
-  withConnection(drainCmd, async (_conn, c, flags, [job, node], retry) => {
+  const graceOf = (flags: Record<string, unknown>) => {
     if (flags.grace !== undefined && !flags.checkpointFirst) throw new UsageError('--grace: only with --checkpoint-first', '--grace', String(flags.grace));
-    const graceMs = flags.grace === undefined ? undefined : parseValue(durationToMs, { raw: String(flags.grace), from: '--grace' });
+    return flags.grace === undefined ? undefined : parseValue(durationToMs, { raw: String(flags.grace), from: '--grace' });
+  };
+  withConnection(drainCmd, async (_conn, c, flags, [job, node], retry) => {
+    const graceMs = graceOf(flags);
     const opts = flags.checkpointFirst ? { checkpointFirst: true, graceMs: graceMs ?? DEFAULT_DRAIN_GRACE_MS } : {};
     const r = await retry(() => drainNode(c, job, node, undefined, opts));
     const how = flags.checkpointFirst ? ` after a checkpoint (grace ${(graceMs ?? DEFAULT_DRAIN_GRACE_MS) / 1000}s)` : '';
     console.log(r === 'applied' ? `job ${job}: draining ${node}${how}` : `job ${job}: no coordinator answered; the drain of ${node}${how} is recorded and applies when a coordinator returns`);
     return 0;
-  });
+  }, (flags) => void graceOf(flags));
   withConnection(program.command('pool').argument('<name>').option('--json', 'print the pool state as JSON').description('show a pool: its nodes, their state and job, and its jobs in arrival order'), async (conn, c, flags, [name]) => {
     const p = await conn.withDeadline(Date.now() + 10_000, () => getPoolStatus(c, name));
     console.log(flags.json ? JSON.stringify(p, null, 2) : printPool(p));

@@ -30,6 +30,17 @@ test.each([
   expect(r.stderr).toContain(named);
 });
 
+test.each([
+  [['--grace', '10s'], '--grace: only with --checkpoint-first'],
+  [['--checkpoint-first', '--grace', 'soon'], '--grace soon'],
+])('telastic drain %j with no server → exit 2 naming %s, before connecting', async (args, named) => {
+  // Port 1 answers nothing: a check made only after connecting would wait, not fail in one line.
+  const r = await telastic('drain', 'job', 'node', '--address', '127.0.0.1:1', '--connect-timeout', '30', ...args);
+  expect(r.code).toBe(2);
+  expect(lines(r.stderr)).toHaveLength(1);
+  expect(r.stderr).toContain(named);
+});
+
 describe('against a running job', () => {
   let conn: Connection;
   const agents: Agent[] = [];
