@@ -41,6 +41,8 @@ export interface PoolAgentOptions {
   coordinator: boolean;
   heartbeatTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** What this node's workers get when a job asks for a checkpoint. @default SIGUSR1 */
+  checkpointSignal?: NodeJS.Signals;
   output: OutputOptions;
   stateDir: string;
   connection: Connection;
@@ -67,6 +69,7 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
     bindAddress: o.localAddr,
     output: o.output,
     shutdownTimeoutMs: o.shutdownTimeoutMs,
+    checkpointSignal: o.checkpointSignal,
     baseEnv: process.env,
     runDir: path.join(o.stateDir, 'errors', o.nodeId),
     reaper,

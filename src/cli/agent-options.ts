@@ -11,7 +11,7 @@ import { addConnectionOptions, compileConnectionOptions, type ConnectionFlagValu
 import { HelpRequested, UsageError } from './errors';
 import { defaultNodeId, systemInfo, type RunSystemInfo } from './run-options';
 import { nodeIdSchema, rdzvIdSchema } from './run-schema';
-import { nonEmpty, nprocSchema, parseValue, secondsToMs } from './values';
+import { catchableSignalSchema, nonEmpty, nprocSchema, parseValue, secondsToMs } from './values';
 
 export interface AgentCliOptions {
   /** `--pool`: the pool this agent serves (job-id rules). Required. */
@@ -36,6 +36,8 @@ export interface AgentCliOptions {
   shutdownTimeoutMs: number;
   /** How long the pool waits for this agent's heartbeat before counting it lost. @default 10000 */
   heartbeatTimeoutMs: number;
+  /** What this node's workers get when a job asks for a checkpoint (a checkpoint-first drain). @default SIGUSR1 */
+  checkpointSignal: NodeJS.Signals;
   connection: ConnectionOptions;
 }
 
@@ -51,6 +53,7 @@ interface AgentFlagValues extends ConnectionFlagValues {
   taskQueue?: string;
   shutdownTimeout?: string;
   heartbeatTimeout?: string;
+  checkpointSignal?: string;
 }
 
 const LABEL_PART = /^[A-Za-z0-9._/-]+$/;
@@ -100,6 +103,7 @@ function createAgentCommand(): Command {
     .addOption(new Option('--task-queue <name>', 'the control task queue (default "telastic")'))
     .addOption(new Option('--shutdown-timeout <seconds>', 'grace between SIGTERM and SIGKILL when workers stop (default 30)'))
     .addOption(new Option('--heartbeat-timeout <seconds>', 'how long without a heartbeat before the pool counts this agent lost (default 10)'))
+    .addOption(new Option('--checkpoint-signal <signal>', 'what the workers get when a drain asks for a checkpoint first (default SIGUSR1)'))
     .exitOverride()
     .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
   return addConnectionOptions(cmd);
@@ -149,6 +153,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv, sys: RunS
     taskQueue: opt(nonEmpty, f.taskQueue, '--task-queue') ?? 'telastic',
     shutdownTimeoutMs: opt(secondsToMs('nonnegative'), f.shutdownTimeout, '--shutdown-timeout') ?? 30_000,
     heartbeatTimeoutMs: opt(secondsToMs('positive'), f.heartbeatTimeout, '--heartbeat-timeout') ?? 10_000,
+    checkpointSignal: opt(catchableSignalSchema, f.checkpointSignal, '--checkpoint-signal') ?? 'SIGUSR1',
     connection: compileConnectionOptions(f, env),
   };
 }

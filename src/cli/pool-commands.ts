@@ -108,6 +108,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
         coordinator: o.coordinator,
         heartbeatTimeoutMs: o.heartbeatTimeoutMs,
         shutdownTimeoutMs: o.shutdownTimeoutMs,
+        checkpointSignal: o.checkpointSignal,
         output: { redirects: 0, tee: 0 },
         stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'agent'),
         connection: conn,

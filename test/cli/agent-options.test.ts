@@ -30,6 +30,7 @@ describe('defaults', () => {
       taskQueue: 'telastic',
       shutdownTimeoutMs: 30_000,
       heartbeatTimeoutMs: 10_000,
+      checkpointSignal: 'SIGUSR1',
       connection: { address: 'localhost:7233', namespace: 'default' },
     });
   });
@@ -47,7 +48,7 @@ describe('flags', () => {
     const o = agent([
       '--pool=gpus', '--node-id', 'n3', '--local-addr', '10.0.0.3', '--nproc', '4', '--labels', 'zone=eu-1,rack=r/7',
       '--allow', '/opt/train', '--allow-env', 'WANDB_*,SEED', '--coordinator', '--task-queue', 'tq',
-      '--shutdown-timeout', '2.5', '--heartbeat-timeout', '20', '--address', 'tmp:7233', '-n', 'ns',
+      '--shutdown-timeout', '2.5', '--heartbeat-timeout', '20', '--checkpoint-signal', 'usr2', '--address', 'tmp:7233', '-n', 'ns',
     ]);
     expect(o).toEqual({
       pool: 'gpus',
@@ -61,6 +62,7 @@ describe('flags', () => {
       taskQueue: 'tq',
       shutdownTimeoutMs: 2500,
       heartbeatTimeoutMs: 20_000,
+      checkpointSignal: 'SIGUSR2',
       connection: { address: 'tmp:7233', namespace: 'ns' },
     });
   });
@@ -101,6 +103,7 @@ describe('bad input is one line naming the flag', () => {
     [['--pool', 'p', '--allow'], '--allow', '--allow: expected a value'],
     [['--pool', 'p', '--shutdown-timeout', '-1'], '--shutdown-timeout', '--shutdown-timeout -1: must be a number >= 0'],
     [['--pool', 'p', '--heartbeat-timeout', '0'], '--heartbeat-timeout', '--heartbeat-timeout 0: must be a positive number'],
+    [['--pool', 'p', '--checkpoint-signal', 'SIGKILL'], '--checkpoint-signal', '--checkpoint-signal SIGKILL: expected a signal a process can catch, such as SIGUSR1 or SIGUSR2'],
     [['--pool', 'p', '--task-queue', ''], '--task-queue', '--task-queue "": must not be empty'],
     [['--pool', 'p', '--coordinator=yes'], '--coordinator', '--coordinator=yes: --coordinator takes no value'],
     [['--pool', 'p', '--bogus'], '--bogus', 'unknown option --bogus'],
