@@ -11,7 +11,8 @@ import path from 'node:path';
 import { createNodeActivities } from '../../activities/node';
 import { createCheckpointActivities } from '../checkpoints';
 import { nodeQueue } from '../../activities/types';
-import { JobInputError, drainNode, nodeState, sendToLobby, startJob } from '../client/api';
+import { JobInputError, checkCanOpen, drainNode, nodeState, sendToLobby, startJob } from '../client/api';
+import { SealedPayloadError } from '../temporal/sealing';
 import { describeFailure } from '../job/decide';
 import type { JobSpecInput, JoinRequest } from '../job/spec';
 import { FINAL_PHASES, type Failure } from '../job/state';
@@ -97,6 +98,9 @@ export async function runAgent(o: AgentOptions, stopSignal: AbortSignal): Promis
   try {
     const handle = await retry(() => startJob(opts, { ...o.spec, searchAttributes: o.searchAttributes }));
     if (o.uiUrl) console.error(`telastic: job ${jobId}: ${o.uiUrl}/namespaces/${o.namespace}/workflows/${jobId}`);
+    // A job sealed with a key this node lacks: say so now, before the job counts on this node.
+    const unopenable = await retry(() => checkCanOpen(opts, jobId)).then(() => null, (err: unknown) => (err instanceof SealedPayloadError ? err : Promise.reject(err)));
+    if (unopenable) return { code: 1, summary: `job ${jobId}: ${unopenable.message}` };
     await retry(() => sendToLobby(opts, lobby, { kind: 'join', req }));
     nodeLog.info('join sent');
     return await follow();

@@ -4,7 +4,7 @@
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
 import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type DataConverter } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type DataConverter, type Payload } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
 import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
@@ -60,6 +60,19 @@ export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<Wo
     workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
     staticSummary: `elastic job ${s.jobId}: ${s.entrypoint.script} on ${s.minNodes}:${s.maxNodes} nodes × ${s.nprocPerNode}`,
   });
+}
+
+/**
+ * Opens the input of the job's current run with `o.dataConverter`'s codecs, and so throws the
+ * codec's one-line error (SealedPayloadError) when the job is sealed with a key this process
+ * lacks. A node checks this before it offers itself: admitted, it would hold a place in a round
+ * whose tasks it cannot open, and the job would re-form once it stopped.
+ */
+export async function checkCanOpen(o: ClientOptions, jobId: string): Promise<void> {
+  const c = client(o);
+  const page = await c.workflowService.getWorkflowExecutionHistory({ namespace: c.options.namespace, execution: { workflowId: jobId }, maximumPageSize: 1 });
+  let payloads = (page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? []) as Payload[];
+  for (const codec of [...(o.dataConverter?.payloadCodecs ?? [])].reverse()) payloads = await codec.decode(payloads);
 }
 
 export async function joinJob(o: ClientOptions, jobId: string, req: JoinRequest): Promise<{ accepted: true; state: string }> {

@@ -77,6 +77,9 @@ test('a sealed job runs, leaves no script, argument or address in its history, a
   expect(await b.exited).toBe(1);
   expect(b.output()).toContain(`telastic: job ${job}: payload sealed with key ${id}, not among TELASTIC_ENCRYPTION_KEY_FILE's keys (none set)\n`);
   expect(b.output()).not.toMatch(/^\s+at /m);
+  // It stopped before it offered itself: the job never counted on it, so no round was spent.
+  const after = await e2e.conn.withDeadline(Date.now() + 3000, () => getJobStatus(client, job));
+  expect({ round: after.round, restarts: after.restarts, nodes: after.nodes.map((n) => n.nodeId) }).toEqual({ round: s.round, restarts: 0, nodes: ['sealed-a'] });
 
   finish(out);
   expect(await a.exited).toBe(0);
