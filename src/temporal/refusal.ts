@@ -8,6 +8,15 @@
  * connection attempt over TLS, telastic makes one handshake of its own with the same settings
  * (Node's `tls`, ALPN h2) and waits for the server's first HTTP/2 frame: a TLS 1.3 server refuses
  * a client certificate only after the client's side of the handshake is done.
+ *
+ * Without TLS the mistake is the other way round: a plaintext client of a TLS server (Temporal
+ * Cloud, a production frontend) sees only "Failed to connect before the deadline", like an outage,
+ * and would wait for ever. So after a failed plaintext attempt telastic tries one TLS handshake,
+ * trusting any certificate: when it succeeds, the server speaks TLS and the line says so.
+ *
+ * A probe costs nothing against a closed port, but up to PROBE_TIMEOUT_MS against a server that
+ * accepts connections and never answers (stopped, overloaded); after such a timeout, attempts to
+ * that address go unprobed for HUNG_PAUSE_MS, so a long outage is not slowed by probes.
  */
 import { isIP } from 'node:net';
 import tls from 'node:tls';
@@ -17,6 +26,10 @@ import { TemporalRefusedError } from './errors';
 
 /** How long our own handshake may take; past it we cannot tell, and the caller waits as before. */
 const PROBE_TIMEOUT_MS = 3_000;
+/** After a probe timed out, how long further attempts to that address go unprobed. */
+const HUNG_PAUSE_MS = 60_000;
+/** Addresses whose last probe timed out, and when. */
+const hungAt = new Map<string, number>();
 
 /** Node's certificate verification codes that mean "the server's certificate is not trusted". */
 const UNTRUSTED = /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_UNTRUSTED|CERT_REJECTED|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|CERT_SIGNATURE_FAILURE|INVALID_CA)$/;
@@ -79,7 +92,10 @@ export function tlsProblem(config: ConnectionConfig, timeoutMs = PROBE_TIMEOUT_M
       socket.destroy();
       resolve(problem);
     };
-    const timer = setTimeout(() => done(undefined), timeoutMs);
+    const timer = setTimeout(() => {
+      hungAt.set(config.address, Date.now());
+      done(undefined);
+    }, timeoutMs);
     let secured = false;
     socket.on('error', (err) => done(explainTlsError(err, servername ?? host)));
     // The client preface and an empty SETTINGS frame; the server's SETTINGS says it took us.
@@ -92,6 +108,37 @@ export function tlsProblem(config: ConnectionConfig, timeoutMs = PROBE_TIMEOUT_M
     // up after the handshake, without an alert. Without a certificate a hang-up says nothing.
     socket.on('close', () => done(secured && cert ? CLIENT_CERT_HUNG_UP : undefined));
   });
+}
+
+const SPEAKS_TLS = 'the server speaks TLS and this client does not; connect with --tls (add --tls-ca-path if its certificate is from a private CA)';
+
+/**
+ * Whether a server we tried without TLS speaks TLS: one handshake that trusts any certificate.
+ * The line to say so, or undefined (it does not, or we cannot tell).
+ */
+export function plaintextProblem(address: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<string | undefined> {
+  const { host, port } = splitAddress(address);
+  return new Promise((resolve) => {
+    const socket = tls.connect({ host, port, servername: isIP(host) ? undefined : host, rejectUnauthorized: false, ALPNProtocols: ['h2'] });
+    const done = (problem: string | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(problem);
+    };
+    const timer = setTimeout(() => {
+      hungAt.set(address, Date.now());
+      done(undefined);
+    }, timeoutMs);
+    socket.on('secureConnect', () => done(SPEAKS_TLS));
+    socket.on('error', () => done(undefined));
+    socket.on('close', () => done(undefined));
+  });
+}
+
+/** Whether a probe of `address` may run now: not while it recently timed out there. */
+function mayProbe(address: string, now = Date.now()): boolean {
+  const at = hungAt.get(address);
+  return at === undefined || now - at >= HUNG_PAUSE_MS;
 }
 
 /** The line for credentials the server refused; `apiKey` says whether we sent one. */
@@ -112,8 +159,8 @@ export async function explained<T>(config: ConnectionConfig, attempt: () => Prom
     if (v.kind === 'refused') throw new TemporalRefusedError(config.address, credentialsRefused(v.reason, v.code, config.apiKey !== undefined), { cause: err });
     // The SDK turns TLS on for an API key unless told `tls: false`.
     const usesTls = config.tls ? true : config.tls === undefined && config.apiKey !== undefined;
-    if (usesTls && v.kind !== 'namespace') {
-      const problem = await tlsProblem(config);
+    if (v.kind !== 'namespace' && mayProbe(config.address)) {
+      const problem = usesTls ? await tlsProblem(config) : await plaintextProblem(config.address);
       if (problem) throw new TemporalRefusedError(config.address, problem, { cause: err });
     }
     throw err;

@@ -117,6 +117,9 @@ test('each refusal ends the command at once with one line and exit 1, from both 
     ['a wrong API key (core)', ['controller', '--address', keyed.address, ...client(), '--api-key', 'wrong'], `${refused(keyed)}the server refused the API key (UNAUTHENTICATED: invalid API key)`],
     ['a missing API key (grpc-js)', ['status', job, '--address', keyed.address, ...client()], `${refused(keyed)}the server wants credentials (UNAUTHENTICATED: missing API key); give --api-key`],
     ['a missing API key (core)', run(keyed, client()), `${runRefused(keyed)}the server wants credentials (UNAUTHENTICATED: missing API key); give --api-key`],
+    // No TLS option at all against a TLS server (Temporal Cloud without --tls): named, not waited on.
+    ['no TLS against a TLS server (grpc-js)', ['status', job, '--address', tls.address], `${refused(tls)}the server speaks TLS and this client does not; connect with --tls (add --tls-ca-path if its certificate is from a private CA)`],
+    ['no TLS against a TLS server (core)', run(tls, []), `${runRefused(tls)}the server speaks TLS and this client does not; connect with --tls (add --tls-ca-path if its certificate is from a private CA)`],
     // The pool's two commands take the same paths: submit (grpc-js) and agent (core first).
     ['submit without a client certificate under mTLS', ['submit', '--pool', 'p', '--rdzv-id', job, '--address', mtls.address, ...ca(), WORKER], `telastic submit: cannot connect to Temporal at ${mtls.address}: TLS handshake refused: the server wants a client certificate (mTLS); give --tls-cert-path and --tls-key-path`],
     ['agent with a wrong API key', ['agent', '--pool', 'p', '--node-id', `${job}-n`, '--allow', os.tmpdir(), '--address', keyed.address, ...client(), '--api-key', 'wrong'], `telastic agent: cannot connect to Temporal at ${keyed.address}: the server refused the API key (UNAUTHENTICATED: invalid API key)`],
@@ -126,7 +129,7 @@ test('each refusal ends the command at once with one line and exit 1, from both 
   expect(seen).toEqual(cases.map(([name, , line]) => ({ name, code: 1, stderr: [line], stdout: '' })));
   // No "waiting for Temporal" line above (it is said on the first transient failure): the first
   // attempt decided, which takes at most grpc-js's 3 s and one handshake of telastic's own. No
-  // bound on the wall time here beyond execFile's 60 s: twelve Node processes starting at once
+  // bound on the wall time here beyond execFile's 60 s: fourteen Node processes starting at once
   // took 10-25 s on a loaded 2-core machine (one alone starts in about 1 s).
   expect(keyed.refused).toBeGreaterThanOrEqual(5);
 });

@@ -4,14 +4,17 @@
  * is named, and that the retry loop gives them up at once. The real handshakes, through a real
  * proxy and both SDK clients, are in test/e2e/tls.test.ts.
  */
+import { readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import { ServiceError } from '@temporalio/client';
 import { TransportError } from '@temporalio/worker';
 import { classify } from '../../src/temporal/classify';
 import { TemporalRefusedError } from '../../src/temporal/errors';
 import { freePort } from '../../src/temporal/ports';
-import { credentialsRefused, explained, explainTlsError, tlsProblem } from '../../src/temporal/refusal';
+import { credentialsRefused, explained, explainTlsError, plaintextProblem, tlsProblem } from '../../src/temporal/refusal';
 import { withRetry } from '../../src/temporal/retry';
+import { makeTestCerts } from '../setup/tls-proxy';
 
 function grpcError(code: number, message: string): Error {
   return Object.assign(new Error(message), { code, details: message.replace(/^\d+ \w+: /, ''), metadata: {} });
@@ -91,6 +94,63 @@ describe('naming a failed TLS handshake', () => {
     } finally {
       for (const s of sockets) s.destroy();
       await new Promise((r) => plain.close(r));
+    }
+  });
+});
+
+describe('a plaintext client of a server that speaks TLS', () => {
+  const SPEAKS_TLS = 'the server speaks TLS and this client does not; connect with --tls (add --tls-ca-path if its certificate is from a private CA)';
+
+  /** A server on a free loopback port, counting the connections it accepted; closed by the caller. */
+  async function listening(server: net.Server): Promise<{ address: string; accepted: () => number; close: () => Promise<void> }> {
+    let accepted = 0;
+    const sockets = new Set<net.Socket>();
+    server.on('connection', (s: net.Socket) => {
+      accepted += 1;
+      sockets.add(s);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+      accepted: () => accepted,
+      close: async () => {
+        for (const s of sockets) s.destroy();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  }
+
+  test('a TLS server is named, through explained too; a plaintext server or a closed port says nothing', async () => {
+    const certs = makeTestCerts();
+    const secure = await listening(tls.createServer({ key: readFileSync(certs.serverKey), cert: readFileSync(certs.serverCert), ALPNProtocols: ['h2'] }));
+    const plain = await listening(net.createServer((s) => s.end('HTTP/1.1 400 Bad Request\r\n\r\n')));
+    try {
+      // The certificate is from a CA the client has never seen: the probe trusts any.
+      expect(await plaintextProblem(secure.address)).toBe(SPEAKS_TLS);
+      const err = await explained({ address: secure.address }, () => Promise.reject(new Error('Failed to connect before the deadline'))).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TemporalRefusedError);
+      expect((err as Error).message).toBe(`cannot connect to Temporal at ${secure.address}: ${SPEAKS_TLS}`);
+      expect(await plaintextProblem(plain.address)).toBeUndefined();
+      expect(await plaintextProblem(`127.0.0.1:${await freePort()}`)).toBeUndefined();
+    } finally {
+      await secure.close();
+      await plain.close();
+      rmSync(certs.dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a server that accepts and never answers: one probe times out, and later attempts go unprobed', async () => {
+    const hung = await listening(net.createServer(() => undefined));
+    try {
+      expect(await plaintextProblem(hung.address, 200)).toBeUndefined();
+      expect(hung.accepted()).toBe(1);
+      const original = new Error('Failed to connect before the deadline');
+      // A second probe would hold this attempt for 3 s and open a second connection.
+      await expect(explained({ address: hung.address }, () => Promise.reject(original))).rejects.toBe(original);
+      await expect(explained({ address: hung.address, tls: {} }, () => Promise.reject(original))).rejects.toBe(original);
+      expect(hung.accepted()).toBe(1);
+    } finally {
+      await hung.close();
     }
   });
 });
