@@ -16,6 +16,7 @@ import { derive, type LedgerCursor } from '../src/ledger/derive';
 import type { LedgerRecord } from '../src/ledger/records';
 import { applyQuarantine } from '../src/job/decide';
 import type { JobState } from '../src/job/state';
+import { timer } from './timers';
 
 export interface LedgerOutbox {
   cursor: LedgerCursor | null;
@@ -79,7 +80,7 @@ export async function keepLedger(get: Get, set: Set, stop: () => boolean): Promi
   while (!stop()) {
     const recheck = q?.recheckIn(get());
     if (recheck === undefined || recheck === null) await wf.condition(pending);
-    else await wf.condition(pending, recheck);
+    else await wf.condition(pending, recheck, timer('quarantine recheck: ask the ledger again which of the job\'s nodes are quarantined'));
     note(get, set);
     seen = get(); // after note, which itself changes the state
     const batch = get().ledger?.outbox.slice(0, BATCH) ?? [];

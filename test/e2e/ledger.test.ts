@@ -3,6 +3,8 @@
  * `telastic run` agents, a worker that crashes once. PostgreSQL is stopped mid-job: the job runs
  * on, and once the database is back every record arrives exactly once.
  */
+import { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import path from 'node:path';
 import pg from 'pg';
 import { jobTimeline } from '../../src/ledger/store';
@@ -110,6 +112,10 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
     return tl.job?.state === 'succeeded' ? tl : null;
   }, 60_000);
   expect(t.nodeEvents.filter((e) => e.nodeId === bad && ['quarantine', 'release'].includes(e.event)).map((e) => e.event)).toEqual(['quarantine', 'release']);
+  // The recheck's timer says what it is for in the Web UI, as the job's other timers do.
+  const { events } = await new Client({ connection: e2e.conn }).workflow.getHandle(job).fetchHistory();
+  const summaries = (events ?? []).flatMap((e) => (e.timerStartedEventAttributes && e.userMetadata?.summary ? [defaultPayloadConverter.fromPayload<string>(e.userMetadata.summary)] : []));
+  expect(summaries).toContain('quarantine recheck: ask the ledger again which of the job\'s nodes are quarantined');
   await stopLedgerHost(controller);
 });
 
