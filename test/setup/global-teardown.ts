@@ -1,4 +1,4 @@
-/** Stops the shared Temporal dev server started by global-setup.ts. */
+/** Stops the shared Temporal dev server started by global-setup.ts and removes the run's TMPDIR. */
 import { rmSync } from 'node:fs';
 import { addressFile } from './temporal';
 
@@ -7,4 +7,9 @@ export default async function globalTeardown(): Promise<void> {
   const server = globalThis.__TELASTIC_TEST_TEMPORAL__;
   globalThis.__TELASTIC_TEST_TEMPORAL__ = undefined;
   await server?.stop();
+  const tmp = globalThis.__TELASTIC_TEST_TMPDIR__;
+  globalThis.__TELASTIC_TEST_TMPDIR__ = undefined;
+  if (!tmp) return;
+  if (process.env.TELASTIC_TEST_KEEP_TMP === '1') console.log(`the tests' temporary files are kept in ${tmp}`);
+  else rmSync(tmp, { recursive: true, force: true });
 }

@@ -11,6 +11,8 @@ import { startDevServer, type DevServer, type DevServerOptions } from '../../src
 declare global {
   /** The shared server, between global setup and teardown (both run in jest's parent process). */
   var __TELASTIC_TEST_TEMPORAL__: DevServer | undefined;
+  /** The run's own temporary directory (TMPDIR), between global setup and teardown. */
+  var __TELASTIC_TEST_TMPDIR__: string | undefined;
 }
 
 /** Namespace of the shared server. */
