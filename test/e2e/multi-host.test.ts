@@ -7,13 +7,14 @@
  * real DDP (PyTorch, gloo) on two hosts, its master host cut mid-training.
  * Needs root (`ip netns add`); skipped, saying why, where that is refused.
  */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { JobStatus } from '../../src/job/status';
 import type { DevServer } from '../../src/temporal/dev-server';
-import { makeHosts, netnsRefusal, type TestHost, type TestHosts } from '../setup/netns';
+import { makeHosts, netnsRefusal, sweepStale, type TestHost, type TestHosts } from '../setup/netns';
 import { startPrivateServer } from '../setup/temporal';
 import { FAST_RDZV, ROOT, WORKER, alive, finish, recordedEnvs, startTelastic, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
 
@@ -21,6 +22,37 @@ const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
 const TRAIN = path.join(ROOT, 'examples', 'train.py');
 const refused = netnsRefusal();
 if (refused) console.log(`skipping the multi-host tests: ${refused}`);
+
+(refused ? describe.skip : describe)('what a killed run left', () => {
+  test('the next run removes the namespaces, links and processes of a run that is gone, and nothing of one still running', async () => {
+    const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'ignore' });
+    const dead = spawnSync('true').pid!; // a pid that has exited
+    const [ns, bridge, veth, peer, live] = [`tl${dead}n0`, `tl${dead}br`, `tl${dead}v0`, `tl${dead}p0`, `tl${process.pid}live`];
+    let sleeper: ChildProcess | undefined;
+    try {
+      ip('netns', 'add', ns);
+      ip('netns', 'add', live);
+      ip('link', 'add', bridge, 'type', 'bridge');
+      ip('link', 'add', veth, 'type', 'veth', 'peer', 'name', peer);
+      ip('link', 'set', peer, 'netns', ns);
+      ip('link', 'set', veth, 'master', bridge);
+      sleeper = spawn('ip', ['netns', 'exec', ns, 'sleep', '600'], { stdio: 'ignore' });
+      const ended = new Promise((resolve) => sleeper!.once('exit', (_, signal) => resolve(signal)));
+      await waitFor('a process in the namespace', () => execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).trim() !== '', 10_000);
+      const names = () => `${execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })}${execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })}`;
+      expect(names()).toContain(veth);
+
+      expect(sweepStale().sort()).toEqual([bridge, ns].sort());
+      expect(names()).not.toMatch(new RegExp(`tl${dead}(n0|br|v0)\\b`));
+      expect(names()).toContain(live);
+      expect(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still running after 10 s'), 10_000).unref())])).toBe('SIGKILL');
+    } finally {
+      sleeper?.kill('SIGKILL');
+      for (const n of [ns, live]) spawnSync('ip', ['netns', 'del', n]);
+      for (const l of [bridge, veth]) spawnSync('ip', ['link', 'del', l]);
+    }
+  });
+});
 
 (refused ? describe.skip : describe)('three hosts in network namespaces', () => {
   let net: TestHosts | undefined;

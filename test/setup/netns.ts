@@ -9,6 +9,8 @@
  * `tl<pid>` (at most 15 characters for interfaces), so parallel test runs never share one, and
  * `destroy()` removes all of it, ending processes still inside the namespaces, also after a setup
  * that failed half way, and runs by itself on a process exit that skipped it (not on a kill).
+ * What a killed run left behind (Ctrl-C on jest) is removed by the next `makeHosts`: names whose
+ * `tl<pid>` is no running process.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 
@@ -60,9 +62,41 @@ function freeSubnet(): string {
   throw new Error('makeHosts: no free /24 in 10.213.0.0/16');
 }
 
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether `name` is a test host's, bridge's or veth's of a run whose process is gone. */
+function stale(name: string): boolean {
+  const pid = /^tl(\d+)/.exec(name)?.[1];
+  return pid !== undefined && !running(Number(pid));
+}
+
+/** Namespaces, veths and bridges of runs that were killed before their destroy(); never throws. */
+export function sweepStale(): string[] {
+  const list = (args: string[]) => spawnSync('ip', args, { encoding: 'utf8' }).stdout ?? '';
+  const gone: string[] = [];
+  for (const ns of list(['netns', 'list']).split('\n').map((l) => l.split(' ')[0]).filter(stale)) {
+    for (const pid of list(['netns', 'pids', ns]).split(/\s+/).filter(Boolean)) try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+    if (spawnSync('ip', ['netns', 'del', ns]).status === 0) gone.push(ns);
+  }
+  // Deleting a namespace deletes its veth pairs; what is left is bridges and unpaired ends.
+  for (const link of list(['-o', 'link', 'show']).split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1] ?? '').filter(stale)) {
+    if (spawnSync('ip', ['link', 'del', link]).status === 0) gone.push(link);
+  }
+  return gone;
+}
+
 /** `n` hosts on one bridge; throws (after removing what it made) when a step fails. */
 export function makeHosts(n: number): TestHosts {
   if (n < 1 || n > 9) throw new Error(`makeHosts: ${n} hosts (1..9)`);
+  const swept = sweepStale();
+  if (swept.length > 0) console.log(`makeHosts: removed what killed test runs left: ${swept.join(' ')}`);
   const net = freeSubnet();
   const bridge = `${prefix}br`;
   const hosts: TestHost[] = Array.from({ length: n }, (_, i) => ({ ns: `${prefix}n${i}`, ip: `${net}.${i + 2}`, veth: `${prefix}v${i}` }));
