@@ -81,7 +81,10 @@ test('drain --checkpoint-first of a pool job: workers get the agents\' --checkpo
 
   // The drained node is back in the pool, free, and its agent runs on; the job, below its
   // maximum of 2, is never granted it again (README: a node never qualifies for a job that drained it).
-  const ps = await poolState(e2e.conn, pool.name);
+  const ps = await waitFor('the drained node back in the pool', async () => {
+    const x = await poolState(e2e.conn, pool.name);
+    return owners(x)[victim] !== job ? x : null;
+  }, 15_000);
   expect(owners(ps)).toEqual({ [survivor]: job, [victim]: 'free' });
   expect(ps.jobs.find((j) => j.jobId === job)?.excluded).toEqual([victim]);
   for (const a of agents) expect(a.proc.exitCode).toBeNull();
