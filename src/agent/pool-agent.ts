@@ -14,13 +14,15 @@ import { createNodeActivities } from '../../activities/node';
 import { createPoolActivities } from '../../activities/pool';
 import { nodeQueue } from '../../activities/types';
 import { createCheckpointActivities } from '../checkpoints';
+import { checkCanOpen } from '../client/api';
 import { departFromPool, jobRunning, poolNodeState, registerWithPool, reportJobEnded } from '../client/pool';
 import type { Launch } from '../job/assignment';
 import type { PoolNodeView } from '../pool/decide';
-import type { RegisterRequest } from '../pool/state';
+import { poolWorkflowId, type RegisterRequest } from '../pool/state';
 import { log } from '../log';
 import { abortableSleep } from '../temporal/retry';
 import type { Sealing } from '../temporal/data-converter';
+import { SealedPayloadError } from '../temporal/sealing';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { createReaper, killOrphans } from './workers';
 import type { AgentOutcome } from './agent';
@@ -95,6 +97,10 @@ export async function runPoolAgent(o: PoolAgentOptions, stopSignal: AbortSignal)
   const req: RegisterRequest = { nodeId: o.nodeId, address: o.localAddr, slots: o.slots, labels: o.labels, incarnation, heartbeatTimeoutMs: o.heartbeatTimeoutMs };
   const view = () => o.connection.withDeadline(Date.now() + 5000, () => poolNodeState(opts, o.pool, o.nodeId)).catch(() => null);
   try {
+    // A pool sealed with a key this node lacks: say so now, before the pool counts the node (its
+    // register would be the pool's one plain payload, and a job granted the node would re-form twice).
+    const unopenable = await retry(() => checkCanOpen(opts, poolWorkflowId(o.pool))).then(() => null, (err: unknown) => (err instanceof SealedPayloadError ? err : Promise.reject(err)));
+    if (unopenable) return { code: 1, summary: `pool ${o.pool}: ${unopenable.message}` };
     await retry(() => registerWithPool(opts, o.pool, req));
     let registeredAt = Date.now();
     console.error(`telastic agent: node ${o.nodeId} (${o.slots} slot(s)) registered with pool ${o.pool}`);

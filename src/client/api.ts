@@ -3,7 +3,7 @@
  * `@temporalio/client` connection. Inputs are validated with the same zod schemas the
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
-import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, isGrpcServiceError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type DataConverter, type Payload } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
@@ -63,17 +63,27 @@ export async function startJob(o: ClientOptions, spec: JobSpecInput): Promise<Wo
 }
 
 /**
- * Opens the input of the job's current run with `o.dataConverter`'s codecs, and so throws the
- * codec's one-line error (SealedPayloadError) when the job is sealed with a key this process
- * lacks. A node checks this before it offers itself: admitted, it would hold a place in a round
- * whose tasks it cannot open, and the job would re-form once it stopped.
+ * Opens the input of the current run of a job (or pool) workflow with `o.dataConverter`'s
+ * codecs, and so throws the codec's one-line error (SealedPayloadError) when it is sealed with a
+ * key this process lacks; a workflow that does not exist yet has nothing to open. A node checks
+ * this before it offers itself: admitted, it would hold a place in a round (or a pool) whose
+ * tasks it cannot open, and the job would re-form once it stopped.
  */
-export async function checkCanOpen(o: ClientOptions, jobId: string): Promise<void> {
+export async function checkCanOpen(o: ClientOptions, workflowId: string): Promise<void> {
   const c = client(o);
-  const page = await c.workflowService.getWorkflowExecutionHistory({ namespace: c.options.namespace, execution: { workflowId: jobId }, maximumPageSize: 1 });
+  let page;
+  try {
+    page = await c.workflowService.getWorkflowExecutionHistory({ namespace: c.options.namespace, execution: { workflowId }, maximumPageSize: 1 });
+  } catch (err) {
+    if (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND) return;
+    throw err;
+  }
   let payloads = (page.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? []) as Payload[];
   for (const codec of [...(o.dataConverter?.payloadCodecs ?? [])].reverse()) payloads = await codec.decode(payloads);
 }
+
+/** gRPC's NOT_FOUND (grpc/status.h). */
+const GRPC_NOT_FOUND = 5;
 
 export async function joinJob(o: ClientOptions, jobId: string, req: JoinRequest): Promise<{ accepted: true; state: string }> {
   const r = parseOrThrow(joinRequestSchema, req, 'join');

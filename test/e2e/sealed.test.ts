@@ -9,24 +9,14 @@ import { copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { getJobStatus } from '../../src/client/api';
-import { resolveTemporalCli } from '../../src/temporal/binary';
 import { sealedDataConverter } from '../../src'; // the public API
 import { keyId } from '../../src/temporal/sealing';
 import { testAddress } from '../setup/temporal';
+import { shownHistory, texts, unsealedPayloads } from './history';
 import { BIN, FAST_RDZV, WORKER, e2eSuite, finish, startAgent, startTelastic, tmpDir, uniqueJobId, waitFor } from './harness';
 
 const run = promisify(execFile);
 const e2e = e2eSuite();
-
-/** Every string in a JSON value, and the text of every base64 string in it (payload data). */
-function texts(v: unknown, out: string[] = []): string[] {
-  if (typeof v === 'string') {
-    out.push(v);
-    if (/^[A-Za-z0-9+/]+={0,2}$/.test(v) && v.length % 4 === 0) out.push(Buffer.from(v, 'base64').toString('latin1'));
-  } else if (Array.isArray(v)) for (const x of v) texts(x, out);
-  else if (v && typeof v === 'object') for (const x of Object.values(v)) texts(x, out);
-  return out;
-}
 
 test('a sealed job runs, leaves no script, argument or address in its history, and refuses keyless processes in one line', async () => {
   const dir = tmpDir('sealed');
@@ -85,25 +75,11 @@ test('a sealed job runs, leaves no script, argument or address in its history, a
   expect(await a.exited).toBe(0);
   expect(a.output()).toContain(`job ${job} succeeded`);
 
-  const cli = await resolveTemporalCli({ install: false });
-  const shown = await run(cli, ['workflow', 'show', '-w', job, '-o', 'json', '--address', testAddress()], { maxBuffer: 256 * 1024 * 1024 });
-  const history = JSON.parse(shown.stdout) as { events: unknown[] };
+  const history = await shownHistory(job);
   expect(history.events.length).toBeGreaterThan(10);
   const all = texts(history).join('\n');
   for (const secret of [script, 'secret-train-script', out, 'secret-out-dir', ADDRESS]) expect(all).not.toContain(secret);
-  // Every payload is sealed but the search attributes (job state, world size, round, restarts)
-  // and the SDK's own patch markers (a patch id such as "final-status-memo").
-  const plain = new Set<string>();
-  const walk = (v: unknown, at: string[]): void => {
-    if (Array.isArray(v)) return v.forEach((x) => walk(x, at));
-    if (!v || typeof v !== 'object') return;
-    const md = (v as { metadata?: { encoding?: string } }).metadata;
-    const encoding = md?.encoding && Buffer.from(md.encoding, 'base64').toString();
-    if (encoding && encoding !== 'binary/encrypted' && !at.includes('searchAttributes') && !at.includes('patch-data')) plain.add(`${encoding} at ${at.slice(-3).join('.')}`);
-    for (const [k, x] of Object.entries(v)) walk(x, [...at, k]);
-  };
-  walk(history, []);
-  expect([...plain]).toEqual([]);
+  expect(unsealedPayloads(history)).toEqual([]);
 });
 
 test('a sealed job that fails: its agent reports the root cause; its history keeps failure messages sealed', async () => {
@@ -117,9 +93,7 @@ test('a sealed job that fails: its agent reports the root cause; its history kee
   expect(await a.exited).toBe(1);
   expect(a.output()).toMatch(new RegExp(`job ${job} failed.*rank 1.*exit code 3.*RuntimeError: rank 1 crashed on purpose`));
 
-  const cli = await resolveTemporalCli({ install: false });
-  const shown = await run(cli, ['workflow', 'show', '-w', job, '-o', 'json', '--address', testAddress()], { maxBuffer: 256 * 1024 * 1024 });
-  const all = texts(JSON.parse(shown.stdout)).join('\n');
+  const all = texts(await shownHistory(job)).join('\n');
   expect(all).toContain('Encoded failure');
   expect(all).not.toContain('crashed on purpose');
   expect(all).not.toContain('exit code 3');
