@@ -8,14 +8,22 @@ import type { NodeActivities } from '../activities/types';
 import { nodeQueue } from '../activities/types';
 import type { JobState } from '../src/job/state';
 
+/** How long group rank 0's node may take to pick up the lookup, at least. */
+const LOOKUP_START_MS = 30_000;
+
 export async function findResumePoint(s: JobState, nodeId: string): Promise<{ state: JobState; resumeFrom?: string }> {
   const dir = s.spec.checkpointDir;
   if (!dir) return { state: s };
+  // A lookup that fails resumes from the checkpoint the job knew at its last round start, which
+  // misses every checkpoint written since: all that work is done again. So it gets patience: the
+  // node answered prepare a moment ago, and a busy one may take more than prepare_timeout to poll,
+  // and a scan that met a writer's rename is tried again (patched: older runs replay without).
+  const patient = wf.patched('checkpoint-lookup-patience');
   const act = wf.proxyActivities<NodeActivities>({
     taskQueue: nodeQueue(nodeId),
-    scheduleToStartTimeout: s.spec.rdzv.prepareTimeoutMs,
+    scheduleToStartTimeout: patient ? Math.max(s.spec.rdzv.prepareTimeoutMs, LOOKUP_START_MS) : s.spec.rdzv.prepareTimeoutMs,
     startToCloseTimeout: '2 minutes',
-    retry: { maximumAttempts: 1 },
+    retry: patient ? { maximumAttempts: 3, initialInterval: '1s' } : { maximumAttempts: 1 },
     summary: `round ${s.round}: find the latest checkpoint in ${dir}`,
   });
   try {
