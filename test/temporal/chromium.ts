@@ -2,8 +2,9 @@
  * Debian's chromium, headless, driven over the DevTools protocol on `--remote-debugging-pipe`
  * (fd 3 in, fd 4 out, each message JSON ended by a NUL byte: what puppeteer's `pipe: true` uses),
  * for pages that are applications: `--dump-dom` cannot wait for a single-page app to fetch and
- * render, and Node 20 has no WebSocket for the other transport. Only loopback is reachable: every
- * other host name resolves to nothing (the Temporal Web UI, for one, asks for a news feed).
+ * render, and Node 20 has no WebSocket for the other transport. Only this machine is reachable:
+ * every host name but localhost and the ones given resolves to nothing (the Temporal Web UI, for
+ * one, asks for a news feed on the internet).
  *
  * The browser runs in its own process group, killed whole by `close()` (a zygote or GPU helper
  * must not outlive it); `CHROMIUM` is null when it is not installed, for a test to skip on.
@@ -48,12 +49,21 @@ interface Message {
   sessionId?: string;
 }
 
-export function launchChromium(profileDir: string): Chromium {
-  const child: ChildProcess = spawn(CHROMIUM!, [
+export interface LaunchOptions {
+  /** Runs the browser through this, e.g. `ip netns exec NS` for a browser on another test host (it must exec). */
+  wrap?: readonly string[];
+  /** Names to resolve, `NAME ADDRESS` each (the browser's own DNS); every other name but localhost (and the addresses 127.0.0.1 and 0.0.0.0) resolves to nothing. */
+  hosts?: readonly string[];
+}
+
+export function launchChromium(profileDir: string, o: LaunchOptions = {}): Chromium {
+  const resolve = [...(o.hosts ?? []).map((h) => `MAP ${h}`), 'MAP * ~NOTFOUND', ...['localhost', '127.0.0.1', '0.0.0.0'].map((h) => `EXCLUDE ${h}`)].join(', ');
+  const argv = [...(o.wrap ?? []), CHROMIUM!,
     '--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${profileDir}`, '--remote-debugging-pipe',
     '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1', '--window-size=1400,1000', 'about:blank',
-  ], { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
+    `--host-resolver-rules=${resolve}`, '--window-size=1400,1000', 'about:blank',
+  ];
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
   const toBrowser = child.stdio[3] as Writable;
   const fromBrowser = child.stdio[4] as Readable;
   const pending = new Map<number, { resolve: (r: Record<string, unknown>) => void; reject: (e: Error) => void }>();
