@@ -72,8 +72,8 @@ export function launchChromium(profileDir: string, o: LaunchOptions = {}): Chrom
   let exited: Error | undefined;
 
   let buffered = '';
-  fromBrowser.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
+  fromBrowser.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
     for (let end = buffered.indexOf('\0'); end >= 0; end = buffered.indexOf('\0')) {
       const m = JSON.parse(buffered.slice(0, end)) as Message;
       buffered = buffered.slice(end + 1);
