@@ -38,7 +38,7 @@ let hosts: TestHosts | undefined;
 let forward: net.Server | undefined;
 const forwarded = new Set<net.Socket>();
 afterAll(async () => {
-  browsers.forEach((b) => b.close());
+  await Promise.all(browsers.map((b) => b.close()));
   // SIGKILL to dev leaves its server the parent-death signal (setpriv); its codec server dies with it.
   for (const d of devs) if (d.proc.exitCode === null && d.proc.signalCode === null) d.proc.kill('SIGKILL');
   hosts?.destroy();
@@ -60,8 +60,8 @@ async function dev(args: string[]): Promise<{ port: number; ui: string; codec: s
   return { port, ui, codec };
 }
 
-function browser(o?: LaunchOptions): Chromium {
-  const b = launchChromium(path.join(dir, `profile-${browsers.length}`), o);
+async function browser(o?: LaunchOptions): Promise<Chromium> {
+  const b = await launchChromium(path.join(dir, `browser-${browsers.length}`), o);
   browsers.push(b);
   return b;
 }
@@ -95,7 +95,7 @@ browserTest('the Web UI shows a sealed job\'s input decoded through telastic dev
 
   // At the UI's own origin: the browser posts the input to the codec server and shows it decoded.
   const tab = await chromium.open(`${ui}${page}`);
-  const shown = await tab.waitForText((text) => text.includes(marker), 40_000);
+  const shown = await tab.waitForText(marker, 40_000);
   expect(shown).toContain('train.py');
   expect(shown).not.toContain(sealedData);
   const decodes = tab.requests.filter((r) => r.method === 'POST' && r.url.startsWith(`${codec}/decode`));
@@ -116,7 +116,7 @@ browserTest('the Web UI shows a sealed job\'s input decoded through telastic dev
   await new Promise<void>((resolve) => forward!.listen(0, '127.0.0.1', resolve));
   const other = `http://127.0.0.1:${(forward.address() as net.AddressInfo).port}`;
   const refused = await chromium.open(`${other}${page}`);
-  const sealed = await refused.waitForText((text) => text.includes(sealedData), 40_000);
+  const sealed = await refused.waitForText(sealedData, 40_000);
   expect(sealed).not.toContain(marker);
   const preflights = refused.requests.filter((r) => r.method === 'OPTIONS' && r.url.startsWith(`${codec}/decode`));
   expect(preflights.length).toBeGreaterThan(0);
@@ -129,11 +129,11 @@ otherHostTest('telastic dev --ip 0.0.0.0: a browser on another host reads the se
   const { port, ui, codec } = await dev(['--ip', '0.0.0.0']);
   // Dev names the machine by its host name; the other host's DNS (the browser's rules here) maps it to us.
   expect(new URL(ui).hostname).toBe(os.hostname());
-  const chromium = browser({ wrap: hosts.exec(colleague!, []), hosts: [`${os.hostname()} ${hosts.serverIp}`] });
+  const chromium = await browser({ wrap: hosts.exec(colleague!, []), hosts: [`${os.hostname()} ${hosts.serverIp}`] });
   const { marker, page } = await sealedJob(port);
 
   const tab = await chromium.open(`${ui}${page}`);
-  await tab.waitForText((text) => text.includes(marker), 40_000);
+  await tab.waitForText(marker, 40_000);
   const decodes = tab.requests.filter((r) => r.method === 'POST' && r.url.startsWith(`${codec}/decode`));
   expect(decodes.length).toBeGreaterThan(0);
   expect(decodes.every((r) => r.status === 200)).toBe(true);
