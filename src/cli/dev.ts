@@ -85,15 +85,19 @@ export async function runDev(opts: DevOptions): Promise<number> {
   let stopping = false;
   let server: DevServer;
   let codec: CodecServer | undefined;
+  let codecEndpoint: string | undefined;
   try {
     // With a key, the Web UI decodes through a codec server (CORS: the UI's origin only).
     if (keys.length > 0 && !opts.headless) {
       codec = await startCodecServer({ codec: new SealingCodec(keys), port: opts.codecPort ?? 0, host: ip, onError: (line) => printError(`telastic dev: codec server: ${line}`) });
+      // The Web UI hands this to browsers, maybe on other machines: bound to 0.0.0.0, the codec
+      // server is named as the Web UI is (http://0.0.0.0:… would be each browser's own machine).
+      codecEndpoint = ip === '0.0.0.0' ? `http://${shownHost}:${portOf(codec.url)}` : codec.url;
     }
     const cli = await resolveTemporalCli({ onInstall: printError });
     server = await startDevServer({
       port: opts.port, uiPort: opts.uiPort, headless: opts.headless, dbFile, namespace, ip, cli,
-      uiCodecEndpoint: codec?.url,
+      uiCodecEndpoint: codecEndpoint,
       onLog: (line) => stopping || printError(`temporal: ${line}`),
     });
   } catch (err) {
@@ -113,7 +117,7 @@ export async function runDev(opts: DevOptions): Promise<number> {
   const firstSignal = new Promise<NodeJS.Signals>((resolve) => (onSignal = resolve));
   print(`Temporal server: ${shownHost}:${portOf(server.address)}`);
   if (server.uiUrl) print(`Web UI: http://${shownHost}:${portOf(server.uiUrl)}`);
-  if (codec) print(`Codec server: ${codec.url} (the Web UI decodes sealed payloads through it)`);
+  if (codec) print(`Codec server: ${codecEndpoint} (the Web UI decodes sealed payloads through it)`);
   else if (keys.length > 0) print('Payloads are sealed (no Web UI to decode them: headless)');
 
   try {

@@ -5,14 +5,14 @@
  * taken too. Skipped, saying why, only when chromium is not installed (scripts/setup.sh installs it).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { jobFigures } from '../../src/ledger/figures';
 import { reportHtml } from '../../src/ledger/report-html';
+import { CHROMIUM } from '../setup/chromium';
 import { at, fourRounds } from './timelines';
 
-const CHROMIUM = ['chromium', 'chromium-browser'].map(onPath).find((p): p is string => p !== null) ?? null;
 if (!CHROMIUM) console.warn('report-browser.test.ts: skipped: no chromium on PATH (apt-get install chromium, or run scripts/setup.sh)');
 const browserTest = CHROMIUM ? test : test.skip;
 
@@ -67,14 +67,6 @@ browserTest('chromium renders the report: the SVG chart is in the DOM, user text
   expect(readFileSync(png).subarray(1, 4).toString()).toBe('PNG');
   expect(statSync(png).size).toBeGreaterThan(20_000); // a blank page is a few KB
 });
-
-function onPath(name: string): string | null {
-  for (const d of (process.env.PATH ?? '').split(path.delimiter)) {
-    const p = path.join(d, name);
-    if (d && existsSync(p)) return p;
-  }
-  return null;
-}
 
 function kill(pgid: number): void {
   try {
