@@ -22,9 +22,12 @@ function startJob(name: string, opts: { steps: number; ckptEvery: number; extra?
   const job = uniqueJobId(name);
   const ckpt = path.join(dir, 'ckpt');
   const progress = path.join(dir, 'progress.log');
+  // last_call_timeout=10: the first round waits for the second agent (it forms at once when both
+  // are in). With 1 s, an agent that started 4 s late made the job run at world size 2 first, and
+  // the test never saw step 120 at world size 4 (a CI run timed out so).
   const args = [
     '--nnodes', '1:2', '--nproc-per-node', '2', '--rdzv-id', job, '--checkpoint-dir', ckpt,
-    '--rdzv-conf', `heartbeat_timeout=3,last_call_timeout=1,prepare_timeout=3${opts.rdzv ?? ''}`, '--shutdown-timeout', '3',
+    '--rdzv-conf', `heartbeat_timeout=3,last_call_timeout=10,prepare_timeout=3${opts.rdzv ?? ''}`, '--shutdown-timeout', '3',
     TRAIN, '--steps', String(opts.steps), '--ckpt-every', String(opts.ckptEvery), '--step-time', '0.03', '--progress', progress, ...(opts.extra ?? []),
   ];
   const agents = ['a', 'b'].map((n) => startAgent(testAddress(), `${name}-${n}`, args, { PYTHON_EXEC: PYTHON }));
