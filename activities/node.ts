@@ -10,9 +10,11 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Entrypoint } from '../src/job/spec';
-import { buildCommand, buildWorkerEnv, resolvePythonExec } from '../src/agent/env';
+import type { LaunchCheck } from '../src/agent/allow';
+import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec } from '../src/agent/env';
 import { startWorkerGroup } from '../src/agent/workers';
-import type { OutputOptions, Reaper, WorkerGroup } from '../src/agent/workers/types';
+import type { OutputOptions, Reaper } from '../src/agent/workers/types';
+import { liveRound, type LiveRound } from '../src/agent/workers/live-round';
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
 import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
@@ -25,8 +27,11 @@ export interface NodeDeps {
    * which runs each job's `launch` once `checkLaunch` allows it.
    */
   entrypoint?: Entrypoint;
-  /** A pool agent's policy (src/agent/allow.ts): null when it runs the launch, else why not. */
-  checkLaunch?: (launch: Launch) => Promise<string | null>;
+  /**
+   * A pool agent's policy (src/agent/allow.ts): why it refuses the launch, or the launch as it
+   * runs (its script by the real path that was checked) and the agent-only variables it passes on.
+   */
+  checkLaunch?: (launch: Launch) => Promise<LaunchCheck>;
   /** Host the master port is reserved on (the node's advertised address). */
   bindAddress: string;
   output: Omit<OutputOptions, 'logDir'> & { logDir?: string };
@@ -45,7 +50,15 @@ export interface NodeDeps {
    * benchmark (bench/scale-sim.ts) passes stand-in groups to run many nodes in one process.
    */
   startGroup?: typeof startWorkerGroup;
+  /**
+   * How long workers whose job run closed mid-round (NOT_FOUND) keep running for the job's next
+   * run to adopt them (a move to a newer build, docs/upgrading.md). @default ADOPTION_WINDOW_MS
+   */
+  adoptionWindowMs?: number;
 }
+
+/** Long enough for the next run's first task and its `runWorkers` to reach the node. */
+export const ADOPTION_WINDOW_MS = 30_000;
 
 export interface NodeActivityHandle {
   activities: Omit<NodeActivities, 'findCheckpoint' | 'waitForCheckpoint'>;
@@ -57,26 +70,41 @@ export interface NodeActivityHandle {
    * pool was asked belongs to a newer grant and is kept.
    */
   stopStale(keep: string | null, before: number, reason: string): Promise<void>;
+  /** Worker processes of the current round still running (the agent's metrics). */
+  workersRunning(): number;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
-  let current: WorkerGroup | null = null;
-  let currentRun: { jobId: string; startedAt: number } | null = null;
-  let currentRound = 0;
+  // The last round started here, kept after it ended: a run that adopts it gets its result.
+  let current: LiveRound | null = null;
+  let startedAt = 0;
 
   async function stopAll(reason: string): Promise<void> {
-    const g = current;
+    const r = current;
     current = null;
-    if (g) await g.stop(reason);
+    if (r) await r.group.stop(reason);
   }
 
-  /** The command and extra environment of a job on this node; throws NotAllowed when refused. */
-  async function launchFor(launch: Launch | undefined): Promise<{ entrypoint: Entrypoint; env: Record<string, string> }> {
-    if (deps.entrypoint) return { entrypoint: deps.entrypoint, env: {} };
+  /**
+   * The command of a job on this node and the environment its workers start from (before
+   * torchrun's variables); throws NotAllowed when refused. A pool agent runs the launch as its
+   * check resolved it, and keeps its own credentials out of the workers' environment.
+   */
+  async function launchFor(launch: Launch | undefined): Promise<{ entrypoint: Entrypoint; baseEnv: Record<string, string | undefined> }> {
+    if (deps.entrypoint) return { entrypoint: deps.entrypoint, baseEnv: deps.baseEnv };
     if (!launch) throw ApplicationFailure.nonRetryable(`agent ${deps.nodeId} is a pool agent: it runs only jobs submitted to its pool`, NOT_ALLOWED);
-    const why = deps.checkLaunch ? await deps.checkLaunch(launch) : `agent ${deps.nodeId} has no launch policy`;
-    if (why !== null) throw ApplicationFailure.nonRetryable(why, NOT_ALLOWED);
-    return launch;
+    const checked: LaunchCheck = deps.checkLaunch ? await deps.checkLaunch(launch) : { refused: `agent ${deps.nodeId} has no launch policy` };
+    if (checked.refused !== null) throw ApplicationFailure.nonRetryable(checked.refused, NOT_ALLOWED);
+    return { entrypoint: checked.launch.entrypoint, baseEnv: { ...poolWorkerBaseEnv(deps.baseEnv, checked.passEnv), ...checked.launch.env } };
   }
 
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
@@ -90,13 +118,23 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
 
   async function runWorkers(a: RoundAssignment): Promise<RunWorkersResult> {
     const ctx = Context.current();
+    // Rounds are numbered per job and runWorkers runs once per round, so a second one for the
+    // round held here is the job's next run adopting it.
+    let live = current && current.jobId === a.jobId && current.round === a.round ? current : null;
+    if (live) deps.log.info({ round: a.round, pids: live.group.pids }, 'workers adopted by the job\'s new run');
+    else live = await start(a);
+    return watch(ctx, a, live);
+  }
+
+  async function start(a: RoundAssignment): Promise<LiveRound> {
+    // Checked before anything is stopped: a refused launch leaves the node's workers running.
+    // It runs the real path this check resolved, whose directories no one else may write.
+    const { entrypoint, baseEnv } = await launchFor(a.launch);
     await stopAll(`round ${a.round} starts`);
     const errorDir = path.join(deps.runDir, a.jobId, `round_${a.round}`);
     await mkdir(errorDir, { recursive: true });
-    const { entrypoint, env: extra } = await launchFor(a.launch);
     // The agent's interpreter, never the submitter's (PYTHON_EXEC is never taken from a launch).
     const python = resolvePythonExec(deps.baseEnv);
-    const baseEnv = { ...deps.baseEnv, ...extra };
     const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
       const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`) });
       return { localRank, rank: a.rankOffset + localRank, ...buildCommand(entrypoint, localRank, python), env };
@@ -108,13 +146,18 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       output: { ...deps.output, logDir },
       reaper: deps.reaper,
     });
-    current = group;
-    currentRun = { jobId: a.jobId, startedAt: Date.now() };
-    currentRound = a.round;
+    current = liveRound(a.jobId, a.round, group);
+    startedAt = Date.now();
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
     deps.onWorkersStarted?.(a, group.pids);
-    // The job picks the interval from the heartbeat timeout and the group size; older jobs did not.
-    const every = Math.max(100, a.heartbeatIntervalMs ?? Math.min(1000, (ctx.info.heartbeatTimeoutMs ?? 10_000) / 4));
+    return current;
+  }
+
+  async function watch(ctx: Context, a: RoundAssignment, live: LiveRound): Promise<RunWorkersResult> {
+    const { group } = live;
+    const me = live.claim();
+    // The job picks the interval from the heartbeat timeout and the group size.
+    const every = Math.max(100, a.heartbeatIntervalMs);
     const beat = setInterval(() => ctx.heartbeat({ round: a.round }), every);
     try {
       const result = await Promise.race([group.wait(), ctx.cancelled]);
@@ -126,27 +169,35 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       }
       throw ApplicationFailure.nonRetryable(`workers of round ${a.round} were stopped: ${result.reason ?? 'superseded'}`, 'WorkersStopped');
     } catch (err) {
+      if (!live.owns(me)) throw err; // adopted by the job's next run: its workers, not ours to stop
+      if (err instanceof CancelledFailure && ctx.cancellationDetails?.notFound) {
+        const windowMs = deps.adoptionWindowMs ?? ADOPTION_WINDOW_MS;
+        deps.log.info({ round: a.round, windowMs }, 'job run closed mid-round: workers wait for its next run to adopt them');
+        live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`));
+        throw err;
+      }
       if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');
       await group.stop('round cancelled');
       throw err;
     } finally {
       clearInterval(beat);
-      if (current === group) current = null;
     }
   }
 
   async function signalWorkers(input: SignalWorkersInput): Promise<{ signal: string; signalled: number }> {
     const signal = deps.checkpointSignal ?? 'SIGUSR1';
-    const g = current;
-    const mine = g !== null && currentRun?.jobId === input.jobId && currentRound === input.round;
-    const signalled = mine ? (g.signal?.(signal) ?? 0) : 0;
+    const r = current;
+    const mine = r !== null && !r.ended && r.jobId === input.jobId && r.round === input.round;
+    const signalled = mine ? (r.group.signal?.(signal) ?? 0) : 0;
     deps.log.info({ round: input.round, signal, signalled, reason: input.reason }, 'checkpoint signal sent');
     return { signal, signalled };
   }
 
   async function stopStale(keep: string | null, before: number, reason: string): Promise<void> {
-    if (current && currentRun && currentRun.jobId !== keep && currentRun.startedAt < before) await stopAll(reason);
+    if (current && current.jobId !== keep && startedAt < before) await stopAll(reason);
   }
 
-  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale };
+  // A worker of a round that runs on may have exited 0 already: counted only while its pid lives.
+  const workersRunning = () => (current && !current.ended ? current.group.pids.filter(alive).length : 0);
+  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning };
 }

@@ -4,9 +4,10 @@
  * frozen node is noticed by the workflow through the runWorkers heartbeat timeout or an
  * unanswered `prepare` (schedule-to-start timeout), never by retrying elsewhere.
  */
+import type { WorkerFailure } from '../src/agent/workers/types';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { CheckpointActivities } from '../src/checkpoints/types';
-import type { Quarantine } from '../src/ledger/quarantine';
+import type { Quarantine } from '../src/job/quarantine';
 import type { LedgerRecord } from '../src/ledger/records';
 
 export interface PrepareInput {
@@ -23,18 +24,10 @@ export interface PrepareResult {
   port: number;
 }
 
-export interface WorkerFailure {
-  localRank: number;
-  rank: number;
-  exitCode: number | null;
-  signal: string | null;
-  message: string | null;
-  timestamp: number;
-}
-
+/** A round's workers on this node: all exited 0, or the first to fail (its pid means nothing off the node). */
 export type RunWorkersResult =
   | { state: 'succeeded' }
-  | { state: 'failed'; failure: WorkerFailure };
+  | { state: 'failed'; failure: Omit<WorkerFailure, 'pid'> };
 
 export interface SignalWorkersInput {
   jobId: string;

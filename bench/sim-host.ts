@@ -1,6 +1,6 @@
 /**
  * One process of simulated nodes (bench/sim-node.ts), driven by bench/scale-sim.ts over IPC
- * (bench/sim-protocol.ts). Each node joins as an agent does (src/agent/agent.ts): `startJob`
+ * (bench/sim-protocol.ts). Each node joins as an agent does (src/agent/job-membership.ts): `startJob`
  * (the existing job is used), then its join through the job's lobby with `sendToLobby`, then
  * it polls `nodeState` every `agentPollMs(maxNodes)`. The process exits with its parent.
  */

@@ -101,7 +101,7 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     });
     const execute = (input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>) => {
       if (!o.oldHeartbeat || ctx.info.activityType !== 'runWorkers') return next(input);
-      return next({ ...input, args: [{ ...(input.args[0] as RoundAssignment), heartbeatIntervalMs: undefined }] });
+      return next({ ...input, args: [{ ...(input.args[0] as RoundAssignment), heartbeatIntervalMs: 1000 }] }); // every 1 s, as before groups
     };
     return { inbound: { execute } };
   };

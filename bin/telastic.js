@@ -4,7 +4,10 @@
 // (TELASTIC_DEBUG=1 shows the stack). A failed command exits even if an SDK handle is still open.
 function fatal(err) {
   const message = err instanceof Error ? err.message : String(err);
-  console.error(`telastic: ${message.split('\n')[0]}`);
+  // Printable: a message may quote a worker or a server (src/printable.ts, inlined: lib may not load).
+  // eslint-disable-next-line no-control-regex
+  const line = message.split('\n')[0].replace(/[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  console.error(`telastic: ${line}`);
   if (process.env.TELASTIC_DEBUG) console.error(err);
   process.exit(1);
 }

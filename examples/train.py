@@ -56,6 +56,9 @@ def parse_args():
                         "its final name and hangs, as a node that dies mid-write leaves it")
     p.add_argument("--signal-check-every", type=int, default=5, metavar="STEPS",
                    help="how often the ranks agree on whether a checkpoint was asked for (SIGUSR1)")
+    p.add_argument("--hold-while", metavar="PATH",
+                   help="for tests: before each step, wait while PATH exists (a test holds training "
+                        "at a known step while it changes the job's membership)")
     p.add_argument("--ignore-checkpoint-signal", action="store_true",
                    help="for tests: ignore SIGUSR1, as a script without a preemption handler would")
     return p.parse_args()
@@ -142,6 +145,8 @@ def main():
         indices = list(iter(sampler))[skip * local_batch:]  # the sampler position after a resume
         loader = DataLoader(torch.utils.data.Subset(data, indices), batch_size=local_batch, shuffle=False)
         for x, y in loader:
+            while args.hold_while and os.path.exists(args.hold_while):
+                time.sleep(0.05)
             opt.zero_grad()
             loss = loss_fn(ddp(x), y)
             loss.backward()

@@ -12,6 +12,9 @@ DEV=
 start_dev() {
   local log=$1 _
   shift
+  # Made here, not only by the background command's redirect, which may not have run yet when
+  # the first grep looks (grep then printed "No such file or directory" before anything else).
+  : >"$log"
   node bin/telastic.js dev "$@" >"$log" 2>&1 &
   DEV=$!
   for _ in $(seq 1 120); do

@@ -77,5 +77,7 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     echo "setup: chromium is missing (optional: apt-get install chromium); the browser tests will be skipped" >&2
   fi
 fi
+# The metrics test's Prometheus, unpacked into the versioned cache (not installed as a service).
+bash scripts/setup-prometheus.sh >/dev/null
 npm run build --silent >/dev/null
 echo "setup: ready ($(.venv/bin/temporal --version | head -1))"

@@ -8,10 +8,13 @@ import type pg from 'pg';
 import { createLedgerActivities } from '../activities/ledger';
 import type { QuarantinePolicy } from './ledger/quarantine';
 import { LEDGER_QUEUE } from '../activities/types';
-import { createControlWorker } from './temporal/workers';
+import { sealedIdentity } from './temporal/data-converter';
+import { createControlWorker, refuseRefusedInput } from './temporal/workers';
 import type { DataConverter } from '@temporalio/common';
 
 export interface Controller {
+  /** Its workers, for readiness (src/metrics/endpoint.ts). */
+  workers: readonly Worker[];
   shutdown(): Promise<void>;
   /** Settles when the worker stopped. */
   done: Promise<void>;
@@ -36,15 +39,16 @@ export async function startController(
   ledger?: HostedLedger,
   dataConverter?: DataConverter,
 ): Promise<Controller> {
-  const identity = `controller-${os.hostname()}-${process.pid}`;
+  const identity = sealedIdentity(dataConverter, `controller-${process.pid}`) ?? `controller-${os.hostname()}-${process.pid}`;
   const workers = [await createControlWorker(connection, namespace, taskQueue, identity, dataConverter)];
   if (ledger) {
     const activities = createLedgerActivities(ledger.pool, ledger.policy);
-    workers.push(await Worker.create({ connection, namespace, taskQueue: LEDGER_QUEUE, identity, activities, dataConverter }));
+    workers.push(await Worker.create({ connection, namespace, taskQueue: LEDGER_QUEUE, identity, activities, dataConverter, interceptors: { activity: [refuseRefusedInput] } }));
   }
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
   return {
     done,
+    workers,
     async shutdown() {
       for (const w of workers) w.shutdown();
       await done;

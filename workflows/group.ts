@@ -9,7 +9,7 @@ import { ActivityCancellationType, ActivityFailure, ApplicationFailure, TimeoutF
 import type { NodeActivities } from '../activities/types';
 import { NOT_ALLOWED, nodeQueue } from '../activities/types';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
-import type { Failure } from '../src/job/state';
+import type { Failure, NodeOutcome } from '../src/job/state';
 import { groupFinishedSignal } from './messages';
 
 export interface GroupTiming {
@@ -21,11 +21,7 @@ export interface GroupTiming {
 /** `refused`: the node's agent will not run the job's command (a pool agent's --allow). */
 export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string; refused?: boolean };
 
-export type NodeOutcome =
-  | { nodeId: string; kind: 'succeeded' }
-  | { nodeId: string; kind: 'failed'; failure: Failure }
-  | { nodeId: string; kind: 'lost'; why: string }
-  | { nodeId: string; kind: 'stopped' };
+export type { NodeOutcome };
 
 /**
  * Node activities are pinned to the node's own queue: they start processes on that machine.

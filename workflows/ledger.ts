@@ -9,19 +9,14 @@
  * outlives it and delivers them.
  */
 import * as wf from '@temporalio/workflow';
-import { ParentClosePolicy } from '@temporalio/workflow';
+import { ActivityCancellationType, ParentClosePolicy, isCancellation } from '@temporalio/workflow';
 import type { LedgerActivities } from '../activities/types';
 import { LEDGER_QUEUE } from '../activities/types';
-import { derive, type LedgerCursor } from '../src/ledger/derive';
+import { derive } from '../src/ledger/derive';
 import type { LedgerRecord } from '../src/ledger/records';
-import { applyQuarantine } from '../src/job/decide';
 import type { JobState } from '../src/job/state';
-import { timer } from './timers';
-
-export interface LedgerOutbox {
-  cursor: LedgerCursor | null;
-  outbox: LedgerRecord[];
-}
+import * as qw from '../src/job/quarantine-watch';
+import type { JobRun } from './job-run';
 
 const BATCH = 100;
 
@@ -33,6 +28,10 @@ const probe = wf.proxyActivities<LedgerActivities>({
   scheduleToStartTimeout: '60s',
   startToCloseTimeout: '10s',
   retry: { maximumAttempts: 1 },
+  // A job that ends (or continues as new) before a ledger answered stops asking without a
+  // cancel request: nobody may ever pick the probe up, and its cancellation would only add the
+  // server's "not started" marker to the history.
+  cancellationType: ActivityCancellationType.ABANDON,
   summary: 'is a ledger recording this job?',
 });
 
@@ -52,100 +51,82 @@ const quarantine = wf.proxyActivities<LedgerActivities>({
 });
 
 /** Whether a ledger answers (false: none runs, or none within 60 s; the job then records nothing). */
-export async function ledgerAvailable(): Promise<boolean> {
+async function ledgerAvailable(): Promise<boolean> {
   return probe.ledgerProbe().then(() => true, () => false);
 }
 
-type Get = () => JobState;
-type Set = (s: JobState) => void;
-
 /** Append what changed since the last call to the outbox. */
-export function note(get: Get, set: Set): void {
-  const s = get();
+function note(run: JobRun): void {
+  const s = run.state;
   if (!s.ledger) return;
   const { cursor, records } = derive(s.ledger.cursor, s, new Date(Date.now()).toISOString());
   if (records.length === 0) return; // the cursor moves only with records: nothing changed
-  set({ ...s, ledger: { cursor, outbox: [...s.ledger.outbox, ...records] } });
+  run.apply({ type: 'ledgerNoted', cursor, records });
+}
+
+/** Whether a ledger records this job: asked once, at the job's first start. */
+export async function openLedger(run: JobRun): Promise<void> {
+  if (await ledgerAvailable()) run.apply({ type: 'ledgerOpened' });
 }
 
 /**
- * Note every change and flush the outbox in order, until `stop()` holds. Between flushes, ask
+ * Note every change and flush the outbox in order, until the run ends. Between flushes, ask
  * which of the job's nodes are quarantined (quarantineWatch).
  */
-export async function keepLedger(get: Get, set: Set, stop: () => boolean): Promise<void> {
+export async function keepLedger(run: JobRun): Promise<void> {
+  if (!run.state.ledger) return; // no ledger records this job
   let seen: JobState | null = null;
-  // Patched: jobs recorded before quarantine replay without its activities.
-  const q = wf.patched('quarantine') ? quarantineWatch() : null;
-  const pending = () => stop() || get() !== seen || (get().ledger?.outbox.length ?? 0) > 0 || !!q?.due(get());
-  while (!stop()) {
-    const recheck = q?.recheckIn(get());
-    if (recheck === undefined || recheck === null) await wf.condition(pending);
-    else await wf.condition(pending, recheck, timer('quarantine recheck: ask the ledger again which of the job\'s nodes are quarantined'));
-    note(get, set);
-    seen = get(); // after note, which itself changes the state
-    const batch = get().ledger?.outbox.slice(0, BATCH) ?? [];
-    if (batch.length > 0 && !stop()) {
-      await ledger.recordLedger(batch).catch((err: unknown) => wf.log.error('ledger: batch refused for good; dropped', { error: String(err) }));
-      const last = batch[batch.length - 1].seq;
-      const s = get();
-      if (s.ledger) set({ ...s, ledger: { ...s.ledger, outbox: s.ledger.outbox.filter((r) => r.seq > last) } });
-      if (batch.some((r) => r.kind === 'failure')) q?.failureRecorded();
+  const q = quarantineWatch();
+  const pending = () => run.ended || run.state !== seen || (run.state.ledger?.outbox.length ?? 0) > 0 || q.due(run.state);
+  while (!run.ended) {
+    const recheck = q.recheckIn(run.state);
+    if (recheck === null) await wf.condition(pending);
+    else await wf.condition(pending, recheck, { summary: "quarantine recheck: ask the ledger again which of the job's nodes are quarantined" });
+    note(run);
+    seen = run.state; // after note, which itself changes the state
+    const batch = run.state.ledger?.outbox.slice(0, BATCH) ?? [];
+    if (batch.length > 0 && !run.ended) {
+      // Stopped (continue-as-new) while sending: the batch stays, and the next run sends it again
+      // (records are numbered, so it is written once).
+      const sent = await ledger.recordLedger(batch).then(
+        () => true,
+        (err: unknown) => !isCancellation(err) && (wf.log.error('ledger: batch refused for good; dropped', { error: String(err) }), true),
+      );
+      if (!sent) return;
+      run.apply({ type: 'ledgerSent', lastSeq: batch[batch.length - 1].seq });
+      if (batch.some((r) => r.kind === 'failure')) q.failureRecorded();
     }
-    if (q?.due(get()) && !stop()) await q.check(get, set);
+    if (q.due(run.state) && !run.ended) await q.check(run);
   }
 }
 
-/** While a node is kept out, how often the job asks whether it was released. */
-const RECHECK_MS = 15_000;
-
-/**
- * When the job asks the ledger which of its nodes are quarantined: when a node joins (before the
- * round forms, as a rule: the first round's last call gives it time), after a failure was written
- * (the count includes it), and every 15 s while one is kept out, to learn of its release. The
- * answer is the ledger host's decision (src/ledger/quarantine.ts); a ledger that does not answer
- * leaves the job as it is.
- */
+/** The quarantine watch (src/job/quarantine-watch.ts), asking the ledger host when it is due. */
 function quarantineWatch() {
-  const seen = new Set<string>(); // `${nodeId}@${joinedAt}`: a node that rejoins is asked about again
-  let failure = false;
-  let lastCheck = Date.now();
-  const nodes = (s: JobState) => [...s.members, ...s.waiting];
-  // Conditions run on every event: scan the nodes only when the lists changed since the last scan.
+  let w = qw.startWatch(Date.now());
+  // Conditions run on every event: look for unseen nodes only when the lists changed.
   let scanned: { members: JobState['members']; waiting: JobState['waiting']; unseen: boolean } | null = null;
   const unseen = (s: JobState): boolean => {
-    if (scanned?.members !== s.members || scanned.waiting !== s.waiting) {
-      scanned = { members: s.members, waiting: s.waiting, unseen: nodes(s).some((n) => !seen.has(`${n.nodeId}@${n.joinedAt}`)) };
-    }
+    if (scanned?.members !== s.members || scanned.waiting !== s.waiting) scanned = { members: s.members, waiting: s.waiting, unseen: qw.hasUnseen(w, s) };
     return scanned.unseen;
   };
   return {
-    due(s: JobState): boolean {
-      if (failure || unseen(s)) return true;
-      return !!s.quarantined?.length && Date.now() - lastCheck >= RECHECK_MS;
-    },
-    /** Ms until the next release check, or null when no node is kept out. */
-    recheckIn(s: JobState): number | null {
-      return s.quarantined?.length ? Math.max(1, lastCheck + RECHECK_MS - Date.now()) : null;
-    },
-    failureRecorded(): void {
-      failure = true;
-    },
-    async check(get: Get, set: Set): Promise<void> {
-      const asked = nodes(get());
-      failure = false;
-      lastCheck = Date.now();
-      for (const n of asked) seen.add(`${n.nodeId}@${n.joinedAt}`);
+    due: (s: JobState) => qw.checkDue(w, s, Date.now(), unseen(s)),
+    recheckIn: (s: JobState) => qw.recheckIn(w, s, Date.now()),
+    failureRecorded: () => void (w = qw.failureRecorded(w)),
+    async check(run: JobRun): Promise<void> {
+      const asked = qw.ask(w, run.state, Date.now());
+      w = asked.watch;
       scanned = null;
-      const answer = await quarantine.ledgerQuarantine(asked.map((n) => n.nodeId)).catch(() => null);
-      if (answer) set(applyQuarantine(get(), answer));
+      const answer = await quarantine.ledgerQuarantine(asked.nodeIds).catch(() => null);
+      if (answer) run.apply({ type: 'quarantine', quarantined: answer });
     },
   };
 }
 
 /** The job ends: note its final state and hand what is unsent to a child that outlives the job. */
-export async function handOff(get: Get, set: Set): Promise<void> {
-  note(get, set);
-  const s = get();
+export async function handOff(run: JobRun): Promise<void> {
+  note(run);
+  const s = run.state;
   if (!s.ledger || s.ledger.outbox.length === 0) return;
   const records = s.ledger.outbox;
   await wf.startChild(ledgerOutbox, {

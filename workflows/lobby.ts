@@ -9,7 +9,6 @@
  */
 import * as wf from '@temporalio/workflow';
 import { lobbyBatchSignal, lobbySignal, type LobbyEvent } from './messages';
-import { timer } from './timers';
 
 export interface LobbyInput {
   jobId: string;
@@ -29,13 +28,13 @@ export async function jobLobby(input: LobbyInput): Promise<void> {
   let batches = 0;
   for (;;) {
     // Quiet: end. A signal that races with the end makes Temporal retry the end with it.
-    if (!(await wf.condition(() => pending.length > 0, idleMs, timer('idle: the lobby ends unless a node joins or leaves')))) return;
+    if (!(await wf.condition(() => pending.length > 0, idleMs, { summary: 'idle: the lobby ends unless a node joins or leaves' }))) return;
     // The first event of a run goes at once (a lone node, or the head of a burst); after it,
     // nodes that start within seconds of each other are gathered into one signal to the job.
     const first = Date.now();
     for (let seen = batches === 0 ? pending.length : 0; seen !== pending.length && Date.now() - first < maxDelayMs; ) {
       seen = pending.length;
-      await wf.condition(() => pending.length !== seen, quietMs, timer('quiet: more joins go in the same batch to the job'));
+      await wf.condition(() => pending.length !== seen, quietMs, { summary: 'quiet: more joins go in the same batch to the job' });
     }
     const batch = pending.splice(0);
     try {
@@ -48,7 +47,7 @@ export async function jobLobby(input: LobbyInput): Promise<void> {
       wf.log.warn(gone ? 'lobby: job not found; batch dropped' : 'lobby: job did not take the batch; retrying', { error: String(err) });
       if (!gone) {
         pending.unshift(...batch);
-        await wf.sleep(maxDelayMs, timer('retry: forward the batch to the job again'));
+        await wf.sleep(maxDelayMs, { summary: 'retry: forward the batch to the job again' });
       }
     }
     if (wf.workflowInfo().continueAsNewSuggested && pending.length === 0) {

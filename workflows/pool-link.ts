@@ -1,65 +1,40 @@
 /**
  * A pool job's side of its pool (workflows/pool.ts): it tells the pool what it wants (its min
  * and max nodes) and gives back the nodes it no longer holds, in one signal per change; the pool
- * grants nodes back as `poolGrant` signals, which join the job like nodes of `telastic run`.
+ * grants nodes back as `poolGrant` signals, which join the job like nodes of `telastic run`
+ * (src/job/pool-link.ts has the decisions).
  */
 import * as wf from '@temporalio/workflow';
-import { poolWorkflowId, type JobRequest, type ReleaseReason } from '../src/pool/state';
+import { poolWorkflowId, type JobRequest } from '../src/pool/state';
 import type { JobState } from '../src/job/state';
-import type { GrantedNode } from './pool-messages';
+import { releases } from '../src/job/pool-link';
 import { poolJobSignal } from './pool-messages';
-import * as d from '../src/job/decide';
-import { timer } from './timers';
-
-type Get = () => JobState;
-type Set = (s: JobState) => void;
+import type { JobRun } from './job-run';
 
 /** How long a job waits before asking a pool that does not exist yet (no agent registered) again. */
 const RETRY_MS = 2000;
-
-/** Nodes granted by the pool that the job no longer holds, with why they went. */
-export function releases(s: JobState): JobRequest['release'] {
-  const holding = new Set([...s.members, ...s.waiting].map((n) => n.nodeId));
-  return (s.poolNodes ?? [])
-    .filter((n) => !holding.has(n))
-    .map((nodeId) => ({ nodeId, reason: (s.departed.find((x) => x.nodeId === nodeId)?.reason ?? 'released') as ReleaseReason }));
-}
-
-/** Granted nodes join as newcomers, with the job's own launch (the pool runs no other). */
-export function applyGrant(s: JobState, nodes: GrantedNode[], now: number): JobState {
-  let next = s;
-  for (const n of nodes) {
-    const req = { nodeId: n.nodeId, address: n.address, slots: s.spec.nprocPerNode, entrypoint: s.spec.entrypoint, role: s.spec.role };
-    next = d.applyJoin(next, req, now);
-  }
-  return { ...next, poolNodes: [...new Set([...(next.poolNodes ?? []), ...nodes.map((n) => n.nodeId)])] };
-}
 
 function request(s: JobState, release: JobRequest['release'], done: boolean): JobRequest {
   return { jobId: s.spec.jobId, minNodes: s.spec.minNodes, maxNodes: s.spec.maxNodes, slots: s.spec.nprocPerNode, release, done };
 }
 
-/** Keep the pool informed for the life of this run; returns when `stop()` holds. */
-export async function linkToPool(pool: string, get: Get, set: Set, stop: () => boolean): Promise<void> {
+/** Keep the pool informed for the life of this run; returns once the run ended. */
+export async function linkToPool(pool: string, run: JobRun): Promise<void> {
   const handle = wf.getExternalWorkflowHandle(poolWorkflowId(pool));
-  const wants = () => `${get().spec.minNodes}:${get().spec.maxNodes}`;
+  const wants = () => `${run.state.spec.minNodes}:${run.state.spec.maxNodes}`;
   let told = '';
-  while (!stop()) {
-    await wf.condition(() => stop() || wants() !== told || releases(get()).length > 0);
-    if (stop()) return;
+  while (!run.ended) {
+    await wf.condition(() => run.ended || wants() !== told || releases(run.state).length > 0);
+    if (run.ended) return;
     const want = wants();
-    const release = releases(get());
+    const release = releases(run.state);
     try {
-      await handle.signal(poolJobSignal, request(get(), release, false));
+      await handle.signal(poolJobSignal, request(run.state, release, false));
       told = want;
-      // A node granted again while the signal was in flight is held again: it stays.
-      const gone = new Set(release.map((r) => r.nodeId));
-      const s = get();
-      const holding = new Set([...s.members, ...s.waiting].map((n) => n.nodeId));
-      set({ ...s, poolNodes: (s.poolNodes ?? []).filter((n) => !gone.has(n) || holding.has(n)) });
+      run.apply({ type: 'poolTold', released: release.map((r) => r.nodeId) });
     } catch (err) {
       wf.log.warn(`pool ${pool} did not take the request; asking again in ${RETRY_MS / 1000}s`, { error: String(err) });
-      await wf.sleep(RETRY_MS, timer(`retry: ask pool ${pool} again`));
+      await wf.condition(() => run.ended, RETRY_MS, { summary: `retry: ask pool ${pool} again` });
     }
   }
 }
@@ -71,12 +46,4 @@ export async function leavePool(pool: string, s: JobState): Promise<void> {
       wf.log.warn(`pool ${pool} did not hear that the job ended`, { error: String(err) });
     }),
   );
-}
-
-/** Pool jobs keep no hot spares: nodes beyond maxNodes (after a scale down) go back to the pool. */
-export function dropSpares(s: JobState): JobState {
-  const { spares } = d.planRound(s);
-  if (spares.length === 0) return s;
-  const ids = new Set(spares.map((n) => n.nodeId));
-  return { ...s, waiting: s.waiting.filter((n) => !ids.has(n.nodeId)) };
 }

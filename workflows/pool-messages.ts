@@ -1,7 +1,7 @@
 /** Typed message definitions of the pool workflow (workflows/pool.ts), for agents, jobs and clients. */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { PoolNodeView } from '../src/pool/decide';
-import type { DepartRequest, JobRequest, PoolState, RegisterRequest } from '../src/pool/state';
+import type { DepartRequest, GrantedNode, JobRequest, PoolState, RegisterRequest } from '../src/pool/state';
 
 /** An agent offers its node (signal-with-start: the first agent starts the pool). */
 export const poolRegisterSignal = defineSignal<[RegisterRequest]>('register');
@@ -15,9 +15,4 @@ export const poolStatusQuery = defineQuery<PoolState>('poolStatus');
 export const poolNodeQuery = defineQuery<PoolNodeView, [string]>('poolNode');
 
 /** To a job: nodes the pool granted it; they join as newcomers. */
-export interface GrantedNode {
-  nodeId: string;
-  address: string;
-  slots: number;
-}
 export const poolGrantSignal = defineSignal<[{ pool: string; nodes: GrantedNode[] }]>('poolGrant');

@@ -17,6 +17,7 @@ import { nodeQueue } from '../activities/types';
 import * as p from '../src/pool/decide';
 import { departSchema, initialPoolState, jobRequestSchema, registerSchema, type PoolNode, type PoolState } from '../src/pool/state';
 import { lobbyBatchSignal } from './messages';
+import { continueAsNewOnCurrent, listenForWake, targetChanged } from './upgrade';
 import { poolDepartSignal, poolGrantSignal, poolJobSignal, poolNodeQuery, poolRegisterSignal, poolStatusQuery } from './pool-messages';
 
 export interface PoolInput {
@@ -52,6 +53,7 @@ export async function nodePool(input: PoolInput): Promise<void> {
     state = next;
   };
 
+  listenForWake(); // [upgrade]
   wf.setHandler(poolStatusQuery, () => state);
   wf.setHandler(poolNodeQuery, (nodeId) => p.poolNodeView(state, nodeId));
   wf.setHandler(poolRegisterSignal, (req) => {
@@ -101,7 +103,7 @@ export async function nodePool(input: PoolInput): Promise<void> {
   };
 
   for (;;) {
-    await wf.condition(() => dirty || leaves.length > 0);
+    await wf.condition(() => dirty || leaves.length > 0 || targetChanged()); // [upgrade] woken by the `wake` signal
     dirty = false;
     reconcileLeases();
     const { state: next, grants } = p.allocate(state, now());
@@ -123,10 +125,11 @@ export async function nodePool(input: PoolInput): Promise<void> {
           .catch(() => change(p.jobGone(state, l.jobId, now()))),
       ),
     ]);
-    if ((wf.workflowInfo().continueAsNewSuggested || signals >= SIGNALS_PER_RUN) && !dirty && leaves.length === 0) {
+    // [upgrade] A newer build current: the next run starts on it (workflows/upgrade.ts).
+    if ((wf.workflowInfo().continueAsNewSuggested || signals >= SIGNALS_PER_RUN || targetChanged()) && !dirty && leaves.length === 0) {
       await wf.condition(wf.allHandlersFinished);
       // Leases end with this run (their heartbeats find it closed); the next run holds new ones.
-      await wf.continueAsNew<typeof nodePool>({ name: state.name, state });
+      await continueAsNewOnCurrent<typeof nodePool>({ name: state.name, state });
     }
   }
 }

@@ -8,20 +8,19 @@
 import * as wf from '@temporalio/workflow';
 import { ChildWorkflowCancellationType, ParentClosePolicy } from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { GROUP_TASK_TIMEOUT, groupWorkflowId, heartbeatIntervalMs, partition } from '../src/job/groups';
-import type { JobState, NodeRecord } from '../src/job/state';
+import { GROUP_TASK_TIMEOUT, groupWorkflowId, partition } from '../src/job/groups';
+import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch } from '../src/job/assignment';
-import { findResumePoint } from './checkpoint';
-import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type NodeOutcome, type PrepareAnswer } from './group';
-import { publish } from './publish';
+import { findResumePoint, pruneOld } from './checkpoint';
+import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer } from './group';
+import type { JobRun } from './job-run';
+import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
+import { upgradeMove } from '../src/job/upgrade';
 
 export interface PreparedRound {
   participants: NodeRecord[];
   master: { addr: string; port: number };
 }
-
-type Get = () => JobState;
-type Set = (s: JobState) => void;
 
 function timing(s: JobState): GroupTiming {
   const { heartbeatTimeoutMs, prepareTimeoutMs } = s.spec.rdzv;
@@ -44,7 +43,7 @@ function groupOptions(s: JobState, round: number, phase: 'prepare' | 'run', inde
 }
 
 /** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
-function launchOf(s: JobState): { launch: Launch } | object {
+function launchOf(s: JobState): { launch?: Launch } {
   if (!s.spec.pool) return {};
   const { entrypoint, env, checkpointDir } = s.spec;
   return { launch: { entrypoint, env: env ?? {}, ...(checkpointDir ? { checkpointDir } : {}) } };
@@ -54,17 +53,16 @@ function launchOf(s: JobState): { launch: Launch } | object {
  * Returns null when the round must form again (too few nodes, or one did not answer), and
  * `refused` when a pool agent will not run the job's command (the job cannot run as submitted).
  */
-export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | null | { refused: string }> {
-  const plan = d.planRound(get());
-  if (plan.participants.length < get().spec.minNodes) return null;
-  const round = get().round + 1;
-  set({ ...get(), round, phase: 'rendezvous' });
-  publish(get());
-  const s0 = get();
-  const groups = partition(plan.participants.map((p) => p.nodeId), s0.spec.rdzv.groupSize);
-  const input = (nodeIds: string[]) => ({ jobId: s0.spec.jobId, round, nodeIds, timing: timing(s0), ...launchOf(s0) });
-  // One group: the job runs it itself (as small jobs always did): no child workflow to land on a
-  // frozen coordinator while the job recovers. Several: one child workflow each.
+export async function prepareRound(run: JobRun): Promise<PreparedRound | null | { refused: string }> {
+  const plan = d.planRound(run.state);
+  if (plan.participants.length < run.state.spec.minNodes) return null;
+  const s = run.apply({ type: 'roundOpened' });
+  run.publish();
+  const { round, spec } = s;
+  const groups = partition(plan.participants.map((p) => p.nodeId), spec.rdzv.groupSize);
+  const input = (nodeIds: string[]) => ({ jobId: spec.jobId, round, nodeIds, timing: timing(s), ...launchOf(s) });
+  // One group: the job runs it itself: no child workflow to land on a frozen coordinator while
+  // the job recovers. Several: one child workflow each.
   const answers: PrepareAnswer[] =
     groups.length === 1
       ? await prepareNodes(input(groups[0]))
@@ -72,7 +70,7 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
           await Promise.all(
             groups.map((nodeIds, i) =>
               wf.executeChild(prepareGroup, {
-                ...groupOptions(s0, round, 'prepare', i, `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`),
+                ...groupOptions(s, round, 'prepare', i, `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`),
                 args: [input(nodeIds)],
               }),
             ),
@@ -80,53 +78,53 @@ export async function prepareRound(get: Get, set: Set): Promise<PreparedRound | 
         ).flat();
   const refused = answers.find((a) => !a.ok && a.refused);
   if (refused && !refused.ok) return { refused: refused.why };
-  let s = get();
-  let lost = false;
-  for (const a of answers) {
-    if (a.ok) continue;
-    const wasMember = s.members.some((m) => m.nodeId === a.nodeId);
-    s = d.applyDeparture(s, a.nodeId, 'lost');
-    if (wasMember) s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, a.nodeId, a.why)) };
-    lost = true;
-  }
-  if (lost) {
-    set(s);
-    return null;
-  }
-  const ids = new Set(plan.participants.map((p) => p.nodeId));
-  const everyone = new Map([...s.members, ...s.waiting].map((n) => [n.nodeId, n]));
-  const members = [...ids].map((id) => everyone.get(id)).filter((n): n is NodeRecord => !!n);
-  set({ ...s, members, waiting: [...everyone.values()].filter((n) => !ids.has(n.nodeId)), finished: [] });
+  const unanswered = answers.flatMap((a) => (a.ok ? [] : [{ nodeId: a.nodeId, why: a.why }]));
+  const { members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId), unanswered });
+  // Every participant may have been drained (or left) while prepare ran: form again.
+  if (unanswered.length > 0 || members.length < run.state.spec.minNodes) return null;
   const first = answers[0];
   return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 } };
 }
 
-/** Run the round; 'succeeded' when every node's workers exited 0, else 'restart'. */
-export async function runRound(get: Get, set: Set, prepared: PreparedRound): Promise<'succeeded' | 'restart'> {
-  const found = await findResumePoint(get(), prepared.participants[0].nodeId);
-  set(found.state);
-  const s0 = get();
-  const { groupSize, heartbeatTimeoutMs } = s0.spec.rdzv;
-  const heartbeat = heartbeatIntervalMs(heartbeatTimeoutMs, groupSize);
-  const assignments = d.assignRanks(s0, prepared.participants, prepared.master, { resumeFrom: found.resumeFrom }).map((a) => ({ ...a, heartbeatIntervalMs: heartbeat, ...launchOf(s0) }));
+/**
+ * 'succeeded' when every node's workers exited 0, 'restart' when the round must form again, an
+ * adoption when the job moves to another run (a newer build, docs/upgrading.md) that takes the
+ * running round along.
+ */
+export type RoundOutcome = 'succeeded' | 'restart' | { adopt: Adoption };
+
+/** Run the round: find its checkpoint, assign ranks, run every node's workers. */
+export async function runRound(run: JobRun, prepared: PreparedRound): Promise<RoundOutcome> {
+  const lookup = await findResumePoint(run.state, prepared.participants[0].nodeId);
+  const s = run.apply({ type: 'checkpointFound', checkpoint: lookup.found });
+  const assignments = d.assignRanks(s, prepared.participants, prepared.master, { resumeFrom: lookup.resumeFrom }).map((a) => ({ ...a, ...launchOf(s) }));
+  run.apply({ type: 'running' });
+  run.publish();
+  void wf.CancellationScope.nonCancellable(() => pruneOld(s, prepared.participants[0].nodeId));
+  return runAssignments(run, { round: s.round, assignments, succeeded: [] });
+}
+
+/**
+ * The running part of a round; a run that adopted a round from the run before it (a move to a
+ * newer build) runs the same code, and the node activities attach to the live workers.
+ */
+export async function runAssignments(run: JobRun, adoption: Adoption): Promise<RoundOutcome> {
+  const { round, assignments } = adoption;
+  const { groupSize } = run.state.spec.rdzv;
   const ids = assignments.map((a) => a.nodeId);
-  const round = s0.round;
-  set({ ...s0, phase: 'running' });
-  publish(get());
-  const outcomes = new Map<string, NodeOutcome>();
-  const groups = partition(assignments, groupSize);
+  const outcomes = new Map<string, NodeOutcome>(adoption.succeeded.map((nodeId) => [nodeId, { nodeId, kind: 'succeeded' }]));
+  const groups = partition(assignments.filter((a) => !outcomes.has(a.nodeId)), groupSize);
   let done = 0;
-  const finished = (nodeIds: string[]) => {
-    if (get().round === round) set({ ...get(), finished: [...new Set([...get().finished, ...nodeIds])] });
-  };
+  const finished = (nodeIds: string[]) => void run.apply({ type: 'groupFinished', round, nodeIds });
   const scope = new wf.CancellationScope();
+  const t = timing(run.state);
   groups.forEach((group, i) => {
     const first = group[0];
     const last = group[group.length - 1];
     const summary = `round ${round}: run group ranks ${first.groupRank}-${last.groupRank} (${group.length} node(s))`;
-    const input = { round, assignments: group, timing: timing(s0) };
+    const input = { round, assignments: group, timing: t };
     scope
-      .run(() => (groups.length === 1 ? runNodes(input, finished) : wf.executeChild(runGroup, { ...groupOptions(s0, round, 'run', i, summary), args: [input] })))
+      .run(() => (groups.length === 1 ? runNodes(input, finished) : wf.executeChild(runGroup, { ...groupOptions(run.state, round, 'run', i, summary), args: [input] })))
       .then(
         (results) => {
           for (const o of results) outcomes.set(o.nodeId, o);
@@ -138,20 +136,18 @@ export async function runRound(get: Get, set: Set, prepared: PreparedRound): Pro
       .finally(() => done++);
   });
   const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
-  await wf.condition(() => done === groups.length || bad() || d.interruptReason(get(), ids) !== null);
-  if (!bad() && outcomes.size === ids.length) return 'succeeded';
-
-  set({ ...get(), phase: 'restarting' });
-  scope.cancel();
-  let s = get();
-  for (const o of outcomes.values()) {
-    if (o.kind === 'failed') s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, o.failure) };
-    if (o.kind === 'lost') {
-      s = d.applyDeparture(s, o.nodeId, 'lost');
-      s = { ...s, pendingFailure: d.mergeCause(s.pendingFailure, d.nodeLost(s, o.nodeId, o.why)) };
-    }
+  const ends = () => done === groups.length || bad() || d.interruptReason(run.state, ids) !== null;
+  // A round of one group moves to a newer build with its workers (src/job/upgrade.ts); the
+  // round's scope is not cancelled then: the next run's activities take its workers over.
+  const roundGroups = partition(assignments, groupSize).length;
+  const move = () => upgradeMove({ targetChanged: targetChanged(), historyLong: wf.workflowInfo().continueAsNewSuggested, roundGroups }) === 'adopt';
+  if (await untilDoneOrMove(ends, move)) {
+    const succeeded = [...outcomes.values()].filter((o) => o.kind === 'succeeded').map((o) => o.nodeId);
+    return { adopt: { round, assignments, succeeded } };
   }
-  set({ ...s, finished: [] });
-  publish(get());
+  if (!bad() && outcomes.size === ids.length) return 'succeeded';
+  scope.cancel();
+  run.apply({ type: 'roundEnded', outcomes: [...outcomes.values()] });
+  run.publish();
   return 'restart';
 }

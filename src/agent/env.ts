@@ -5,6 +5,7 @@
  */
 import type { Entrypoint } from '../job/spec';
 import type { RoundAssignment } from '../job/assignment';
+import { isAgentOnly } from './env-rules';
 
 export interface WorkerEnvOptions {
   /** The agent's environment; every worker inherits it, then gets torchrun's variables on top. */
@@ -58,6 +59,18 @@ export function buildWorkerEnv(a: RoundAssignment, localRank: number, opts: Work
   // A resume point inherited from the agent's environment would be stale: only this round's counts.
   if (a.resumeFrom !== undefined) env.TELASTIC_RESUME_FROM = a.resumeFrom;
   else delete env.TELASTIC_RESUME_FROM;
+  return env;
+}
+
+/**
+ * A pool agent's environment as its workers inherit it: without the agent's own connection,
+ * key-file and settings variables (env-rules.ts `isAgentOnly`: TEMPORAL_*, TELASTIC_*, …), which
+ * are the operator's credentials and not for code a submitter chose, except the names the
+ * operator passes on with `--pass-env`.
+ */
+export function poolWorkerBaseEnv(agentEnv: NodeJS.ProcessEnv | Record<string, string | undefined>, passEnv: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(agentEnv)) if (v !== undefined && (!isAgentOnly(k) || passEnv.includes(k))) env[k] = v;
   return env;
 }
 

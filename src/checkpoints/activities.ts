@@ -4,11 +4,12 @@
  * and removes what pruning picks, and is safe to retry (a second run finds less to remove).
  */
 import { ApplicationFailure, asyncLocalStorage } from '@temporalio/activity';
+import path from 'node:path';
 import { CheckpointDirError, InvalidKeepError } from './errors';
 import { planPrune, removeAll } from './prune';
-import { findCheckpoints } from './scan';
-import { isNewerCheckpoint } from '../job/preempt';
-import { REPORT_LIST_CAP, type CheckpointActivities, type CheckpointInfo, type CheckpointReport, type FindCheckpointInput, type ScanOptions, type WaitForCheckpointInput } from './types';
+import { findCheckpoints, findLatestCheckpoint } from './scan';
+import { isNewerCheckpoint } from './newer';
+import { REPORT_LIST_CAP, type CheckpointActivities, type CheckpointInfo, type CheckpointReport, type FindCheckpointInput, type LatestScan, type ScanOptions, type WaitForCheckpointInput } from './types';
 
 /** The two levels used here, in pino's argument order (`src/log.ts`'s logger fits). */
 export interface CheckpointLogger {
@@ -20,6 +21,20 @@ export interface CheckpointDeps {
   /** Defaults to the activity context's logger when running as an activity, else silence. */
   log?: CheckpointLogger;
   scan?: ScanOptions;
+  /**
+   * A pool agent's policy for `dir` (src/agent/activity-input.ts): its real path, or a refusal
+   * when that is not under --allow. The scan and the pruning then work on that path only, so a
+   * symlink repointed later changes nothing; reported paths keep the directory as given (the
+   * workers of every node open them). Absent: the directory as given (`telastic run`).
+   */
+  resolveDir?: (dir: string) => Promise<string>;
+}
+
+/** The directory to scan, and how a path found in it is reported: under the directory as given. */
+async function scanRoot(deps: CheckpointDeps, dir: string): Promise<{ root: string; shown: (p: string) => string }> {
+  const given = path.resolve(dir);
+  const root = deps.resolveDir ? await deps.resolveDir(dir) : given;
+  return { root, shown: root === given ? (p) => p : (p) => path.join(given, path.relative(root, p)) };
 }
 
 function logger(deps: CheckpointDeps): CheckpointLogger | undefined {
@@ -36,19 +51,25 @@ export function createCheckpointActivities(deps: CheckpointDeps = {}): Checkpoin
   async function findCheckpoint(input: FindCheckpointInput): Promise<CheckpointReport> {
     const log = logger(deps);
     const { jobId, dir, keep } = input;
+    const { root, shown } = await scanRoot(deps, dir);
     try {
-      const scan = await findCheckpoints(dir, deps.scan);
-      for (const s of scan.skipped.slice(0, REPORT_LIST_CAP)) log?.warn({ jobId, path: s.path, reason: s.reason }, 'checkpoint skipped');
+      // Without `keep` only the newest matters (a round's lookup): the scan stops at it, and
+      // reports the unusable entries that rank above it. Pruning needs every entry.
+      const full = keep === undefined ? null : await findCheckpoints(root, deps.scan);
+      const scan: LatestScan = full ?? (await findLatestCheckpoint(root, deps.scan));
+      const skipped = scan.skipped.slice(0, REPORT_LIST_CAP).map((s) => ({ ...s, path: shown(s.path) }));
+      for (const s of skipped) log?.warn({ jobId, path: s.path, reason: s.reason }, 'checkpoint skipped');
       // Pruning needs a complete checkpoint to keep; planPrune returns nothing without one.
-      const pruned = keep === undefined ? { removed: [], failed: [] } : await removeAll(planPrune(scan, keep));
-      for (const f of pruned.failed) log?.warn({ jobId, path: f.path, reason: f.reason }, 'checkpoint not pruned');
+      const pruned = full && keep !== undefined ? await removeAll(planPrune(full, keep)) : { removed: [], failed: [] };
+      for (const f of pruned.failed) log?.warn({ jobId, path: shown(f.path), reason: f.reason }, 'checkpoint not pruned');
       if (pruned.removed.length) log?.info({ jobId, removed: pruned.removed.length, keep }, 'checkpoints pruned');
-      log?.info({ jobId, dir, latest: scan.latest?.path ?? null, step: scan.latest?.step ?? null }, scan.latest ? 'checkpoint found' : 'no complete checkpoint');
+      const latest = scan.latest && { ...scan.latest, path: shown(scan.latest.path) };
+      log?.info({ jobId, dir, latest: latest?.path ?? null, step: latest?.step ?? null }, latest ? 'checkpoint found' : 'no complete checkpoint');
       return {
-        latest: scan.latest,
-        skipped: scan.skipped.slice(0, REPORT_LIST_CAP),
+        latest,
+        skipped,
         skippedTotal: scan.skipped.length,
-        pruned: pruned.removed.slice(0, REPORT_LIST_CAP),
+        pruned: pruned.removed.slice(0, REPORT_LIST_CAP).map(shown),
         prunedTotal: pruned.removed.length,
       };
     } catch (err) {
@@ -62,10 +83,13 @@ export function createCheckpointActivities(deps: CheckpointDeps = {}): Checkpoin
     const ctx = asyncLocalStorage.getStore();
     const deadline = Date.now() + input.timeoutMs;
     const pollMs = input.pollMs ?? 100;
+    const { root, shown } = await scanRoot(deps, input.dir);
     for (;;) {
       ctx?.heartbeat();
-      // A scan can fail while a writer renames; the next one sees the directory settled.
-      const latest = await findCheckpoints(input.dir, deps.scan).then((s) => s.latest, () => null);
+      // Only the newest matters here, so the scan stops at it. A scan can fail while a writer
+      // renames (or an entry stays unreadable, CheckpointScanError); the next one asks again.
+      const found = await findLatestCheckpoint(root, deps.scan).then((s) => s.latest, () => null);
+      const latest = found && { ...found, path: shown(found.path) };
       if (isNewerCheckpoint(latest, input.baseline, input.requestedAt)) {
         logger(deps)?.info({ jobId: input.jobId, path: latest!.path, step: latest!.step }, 'checkpoint after the request');
         return latest;

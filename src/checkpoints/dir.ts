@@ -6,23 +6,26 @@
 import type { Stats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { mapBounded } from './bounded';
 import { inspectDcp, looksLikeDcp } from './dcp';
+import { isTransient } from './errors';
 import { inspectManifest, MANIFEST } from './manifest';
 import { isTempName, stepFromName } from './names';
 import type { Verdict } from './types';
 
+/** At most this many stats in flight per directory (a DCP directory has a file per rank). */
+const STAT_CONCURRENCY = 8;
+
 /** The direct entries' stats by name; entries that vanish meanwhile are left out. */
 async function statEntries(dir: string, names: string[]): Promise<Map<string, Stats>> {
   const stats = new Map<string, Stats>();
-  await Promise.all(
-    names.map(async (n) => {
-      try {
-        stats.set(n, await lstat(path.join(dir, n)));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-    }),
-  );
+  await mapBounded(names, STAT_CONCURRENCY, async (n) => {
+    try {
+      stats.set(n, await lstat(path.join(dir, n)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  });
   return stats;
 }
 
@@ -38,6 +41,7 @@ export async function inspectDir(dir: string, name: string, st: Stats, stale: (m
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { state: 'ignored' };
+    if (isTransient(err)) throw err;
     return { state: 'skipped', entry: { path: dir, reason: `cannot read (${code ?? String(err)})`, step, time: st.mtime.toISOString() } };
   }
   // A directory is as new as its newest direct entry: files being written keep it young.

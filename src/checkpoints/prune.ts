@@ -4,7 +4,9 @@
  * the newest complete checkpoint is ever removed — it may be a write still in progress.
  */
 import { rm } from 'node:fs/promises';
+import { mapBounded } from './bounded';
 import { InvalidKeepError } from './errors';
+import { SCAN_CONCURRENCY } from './list';
 import { findCheckpoints } from './scan';
 import type { CheckpointInfo, PruneResult, Scan, ScanOptions, SkippedCheckpoint } from './types';
 
@@ -26,17 +28,25 @@ export function planPrune(scan: Scan, keep: number): string[] {
   return [...old, ...leftovers].map((e) => e.path);
 }
 
-/** Remove files and directories (recursively); a failure is reported, not thrown. */
+/**
+ * Remove files and directories (recursively), SCAN_CONCURRENCY at a time, reported in the
+ * order given; a failure is reported, not thrown.
+ */
 export async function removeAll(paths: string[]): Promise<PruneResult> {
-  const result: PruneResult = { removed: [], failed: [] };
-  for (const p of paths) {
+  const outcomes = await mapBounded(paths, SCAN_CONCURRENCY, async (p) => {
     try {
       await rm(p, { recursive: true, force: true });
-      result.removed.push(p);
+      return null;
     } catch (err) {
-      result.failed.push({ path: p, reason: (err as NodeJS.ErrnoException).code ?? String(err) });
+      return (err as NodeJS.ErrnoException).code ?? String(err);
     }
-  }
+  });
+  const result: PruneResult = { removed: [], failed: [] };
+  paths.forEach((p, i) => {
+    const reason = outcomes[i];
+    if (reason) result.failed.push({ path: p, reason });
+    else result.removed.push(p);
+  });
   return result;
 }
 

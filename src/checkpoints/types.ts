@@ -39,10 +39,18 @@ export interface Scan {
   skipped: SkippedCheckpoint[];
 }
 
+/** What findLatestCheckpoint reports: it stops at the newest complete checkpoint. */
+export interface LatestScan {
+  latest: CheckpointInfo | null;
+  /** Unusable entries ranked at or above `latest` (all of them when there is none), newest first. */
+  skipped: SkippedCheckpoint[];
+}
+
 export interface ScanOptions {
   /**
-   * A temporary file (`*.tmp`, `.x`, `tmp*`) younger than this is someone's write in progress
-   * and ignored; an older one is reported as skipped (and may be pruned).
+   * A temporary file of a checkpoint (`ckpt_1.pt.tmp`, `.ckpt_1.pt.x`, `tmp_step-1`) younger
+   * than this is someone's write in progress and ignored; an older one is reported as skipped
+   * (and may be pruned).
    * @default 600_000 (10 minutes)
    */
   staleTempMs?: number;

@@ -7,11 +7,13 @@
 import * as path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
-import { addConnectionOptions, compileConnectionOptions, type ConnectionFlagValues, type ConnectionOptions } from './connection-options';
+import { addConnectionOptions, apiKeyFlagWarning, compileConnectionOptions, type ConnectionFlagValues, type ConnectionOptions } from './connection-options';
 import { HelpRequested, UsageError } from './errors';
+import { addMetricsOptions, compileMetricsOptions, type MetricsFlagValues, type MetricsOptions } from './metrics-options';
 import { defaultNodeId, systemInfo, type RunSystemInfo } from './run-options';
 import { nodeIdSchema, rdzvIdSchema } from './run-schema';
-import { catchableSignalSchema, nonEmpty, nprocSchema, parseValue, secondsToMs } from './values';
+import { ENV_NAME } from '../agent/env-rules';
+import { catchableSignalSchema, nonEmpty, nprocSchema, parseValue, secondsToMs } from '../config/values';
 
 export interface AgentCliOptions {
   /** `--pool`: the pool this agent serves (job-id rules). Required. */
@@ -26,8 +28,14 @@ export interface AgentCliOptions {
   labels: Record<string, string>;
   /** `--allow`: paths a submitted script may lie under, absolute (not yet resolved). @default [] */
   allow: string[];
+  /** `--allow-file`: scripts allowed exactly, absolute (not yet resolved). @default [] */
+  allowFiles: string[];
   /** `--allow-env`: glob patterns of the variable names a submission may set. @default [] */
   allowEnv: string[];
+  /** `--pass-env`: agent-only variables of its own (TEMPORAL_*, TELASTIC_*) its workers keep. @default [] */
+  passEnv: string[];
+  /** One-line warnings for the operator (an API key on the command line). */
+  warnings: string[];
   /** `--coordinator`: also host job and pool workflows. @default false */
   coordinator: boolean;
   /** @default "telastic" */
@@ -39,16 +47,20 @@ export interface AgentCliOptions {
   /** What this node's workers get when a job asks for a checkpoint (a checkpoint-first drain). @default SIGUSR1 */
   checkpointSignal: NodeJS.Signals;
   connection: ConnectionOptions;
+  /** `--metrics-port`, `--metrics-host` (src/cli/metrics-options.ts); null without a port. */
+  metrics: MetricsOptions | null;
 }
 
-interface AgentFlagValues extends ConnectionFlagValues {
+interface AgentFlagValues extends ConnectionFlagValues, MetricsFlagValues {
   pool?: string;
   nodeId?: string;
   localAddr?: string;
   nproc?: string;
   labels?: string;
   allow?: string[];
+  allowFile?: string[];
   allowEnv?: string[];
+  passEnv?: string[];
   coordinator?: boolean;
   taskQueue?: string;
   shutdownTimeout?: string;
@@ -75,6 +87,16 @@ const labelsSchema = z.string().transform((s, ctx) => {
   return labels;
 });
 
+const envNamesSchema = z.string().transform((s, ctx) => {
+  const names = s.split(',').map((p) => p.trim());
+  const bad = names.find((p) => !ENV_NAME.test(p));
+  if (bad !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `${JSON.stringify(bad)} is not a variable name (exact names only: letters, digits and _)` });
+    return z.NEVER;
+  }
+  return names;
+});
+
 const envPatternsSchema = z.string().transform((s, ctx) => {
   const patterns = s.split(',').map((p) => p.trim());
   const bad = patterns.find((p) => !ENV_PATTERN.test(p));
@@ -98,7 +120,9 @@ function createAgentCommand(): Command {
     .addOption(new Option('--nproc <N|cpu|auto>', 'worker slots on this node; cpu and auto mean one per CPU (default cpu)'))
     .addOption(new Option('--labels <k=v,…>', 'labels jobs can ask for, e.g. zone=a,gpu=none'))
     .addOption(new Option('--allow <path...>', 'run submitted scripts only under these paths; repeatable (default: none, so nothing runs)'))
-    .addOption(new Option('--allow-env <pattern,…>', 'take submitted env names matching these globs, e.g. WANDB_*; repeatable').argParser(collect))
+    .addOption(new Option('--allow-file <path...>', 'run exactly these scripts (even a launcher inside a virtualenv); repeatable'))
+    .addOption(new Option('--allow-env <pattern,…>', 'take submitted env names matching these globs; exact names are safer (library variables load code); repeatable').argParser(collect))
+    .addOption(new Option('--pass-env <name,…>', 'let workers inherit these of the agent\'s own TEMPORAL_*/TELASTIC_* variables (exact names; default none); repeatable').argParser(collect))
     .addOption(new Option('--coordinator', 'also host job and pool workflows on this node'))
     .addOption(new Option('--task-queue <name>', 'the control task queue (default "telastic")'))
     .addOption(new Option('--shutdown-timeout <seconds>', 'grace between SIGTERM and SIGKILL when workers stop (default 30)'))
@@ -106,7 +130,7 @@ function createAgentCommand(): Command {
     .addOption(new Option('--checkpoint-signal <signal>', 'what the workers get when a drain asks for a checkpoint first (default SIGUSR1)'))
     .exitOverride()
     .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
-  return addConnectionOptions(cmd);
+  return addMetricsOptions(addConnectionOptions(cmd));
 }
 
 function parseFlags(cmd: Command, argv: string[]): AgentFlagValues {
@@ -141,6 +165,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv, sys: RunS
   const pool = opt(nonEmpty.pipe(rdzvIdSchema), f.pool, '--pool');
   if (pool === undefined) throw new UsageError('missing --pool NAME: the pool this agent serves', '--pool');
   const allow = (f.allow ?? []).map((p) => path.resolve(opt(nonEmpty, p, '--allow')!));
+  const allowFiles = (f.allowFile ?? []).map((p) => path.resolve(opt(nonEmpty, p, '--allow-file')!));
   return {
     pool,
     nodeId: opt(nonEmpty.pipe(nodeIdSchema), f.nodeId, '--node-id') ?? defaultNodeId(sys),
@@ -148,12 +173,16 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv, sys: RunS
     nproc: opt(nprocSchema(sys.cpuCount), f.nproc, '--nproc') ?? Math.max(1, sys.cpuCount),
     labels: opt(labelsSchema, f.labels, '--labels') ?? {},
     allow: [...new Set(allow)],
+    allowFiles: [...new Set(allowFiles)],
     allowEnv: [...new Set((f.allowEnv ?? []).flatMap((raw) => opt(envPatternsSchema, raw, '--allow-env')!))],
+    passEnv: [...new Set((f.passEnv ?? []).flatMap((raw) => opt(envNamesSchema, raw, '--pass-env')!))],
+    warnings: [apiKeyFlagWarning(f)].filter((w): w is string => w !== null),
     coordinator: f.coordinator === true,
     taskQueue: opt(nonEmpty, f.taskQueue, '--task-queue') ?? 'telastic',
     shutdownTimeoutMs: opt(secondsToMs('nonnegative'), f.shutdownTimeout, '--shutdown-timeout') ?? 30_000,
     heartbeatTimeoutMs: opt(secondsToMs('positive'), f.heartbeatTimeout, '--heartbeat-timeout') ?? 10_000,
     checkpointSignal: opt(catchableSignalSchema, f.checkpointSignal, '--checkpoint-signal') ?? 'SIGUSR1',
     connection: compileConnectionOptions(f, env),
+    metrics: compileMetricsOptions(f, env),
   };
 }

@@ -1,9 +1,10 @@
 /**
- * `telastic status / scale / drain / cancel / controller`: thin commands over the client API.
+ * `telastic status / scale / drain / cancel / setup / controller`: thin commands over the client API.
  * Each waits out a Temporal server that is not up yet, restarting or overloaded (retry.ts): the
  * client commands for `--connect-timeout` seconds (TELASTIC_CONNECT_TIMEOUT, default 60), the
  * controller, a service, for ever.
  */
+import { printableJson, printableLine } from '../printable';
 import type { Connection } from '@temporalio/client';
 import { Client } from '@temporalio/client';
 import { Option, type Command } from 'commander';
@@ -17,12 +18,16 @@ import { startController } from '../controller';
 import { defaultLedgerDir, ledgerToHost } from '../ledger/connect';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { dataConverterFor, sealingFor } from '../temporal/data-converter';
-import { SealedPayloadError } from '../temporal/sealing';
-import { addConnectionOptions, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
+import { RefusedPayloadError, SealedPayloadError } from '../temporal/sealing';
+import { searchAttributesWarning, setupNamespace } from '../temporal/namespace-setup';
+import { addConnectionOptions, apiKeyFlagWarning, compileConnectionOptions, flagOrEnv, type ConnectionFlagValues } from './connection-options';
 import { UsageError } from './errors';
 import { installRuntime } from './run';
 import { registerLedgerCommands } from './ledger-commands';
-import { durationToMs, parseValue, secondsToMs } from './values';
+import { addMetricsOptions, compileMetricsOptions, type MetricsFlagValues } from './metrics-options';
+import { openMetrics } from '../metrics/endpoint';
+import { watchControl } from '../metrics/control';
+import { durationToMs, parseValue, secondsToMs } from '../config/values';
 
 export const DEFAULT_CONNECT_TIMEOUT_S = 60;
 
@@ -74,7 +79,8 @@ export function printStatus(s: JobStatus): string {
   for (const p of s.preempting ?? []) lines.push(`drain of ${p.nodeId}: checkpoint-first requested ${p.requestedAt.slice(11, 19)}, waiting for a checkpoint (grace ${p.graceMs / 1000}s)`);
   for (const p of s.preemptions ?? []) lines.push(describePreemption(p));
   for (const q of s.quarantined ?? []) lines.push(`quarantined: ${q.nodeId}: ${q.reason} (telastic nodes --release ${q.nodeId})`);
-  return lines.join('\n');
+  // Addresses and failure messages come from nodes and their workers: no escapes reach the terminal.
+  return lines.map(printableLine).join('\n');
 }
 
 export function printPool(p: PoolState): string {
@@ -83,7 +89,7 @@ export function printPool(p: PoolState): string {
     `pool ${p.name}: ${p.nodes.length} node(s), ${p.nodes.filter((n) => n.state === 'free').length} free · ${p.jobs.length} job(s)`,
     ...p.nodes.map((n) => `  ${n.nodeId.padEnd(24)} ${n.state.padEnd(9)} ${(n.jobId ?? '-').padEnd(24)} ${String(n.slots).padStart(3)} slot(s) ${n.address} ${label(n.labels)}`),
     ...p.jobs.map((j) => `  job ${j.jobId}: wants ${j.minNodes}:${j.maxNodes} × ${j.slots} slot(s), holds ${p.nodes.filter((n) => n.jobId === j.jobId).length}`),
-  ].join('\n');
+  ].map(printableLine).join('\n');
 }
 
 export function registerCommands(program: Command): void {
@@ -94,11 +100,11 @@ export function registerCommands(program: Command): void {
     try {
       status = await conn.withDeadline(Date.now() + 10_000, () => getJobStatus(c, job));
     } catch (err) {
-      if (err instanceof SealedPayloadError) throw err; // no key, or the wrong one: not a missing coordinator
-      console.log(flags.json ? JSON.stringify({ jobId: job, workflowStatus: desc.status.name }) : `job ${job}: ${desc.status.name} (no coordinator answered: ${(err as Error).message})`);
+      if (err instanceof SealedPayloadError || err instanceof RefusedPayloadError) throw err; // no key, the wrong one, a forged answer: not a missing coordinator
+      console.log(flags.json ? JSON.stringify({ jobId: job, workflowStatus: desc.status.name }) : printableLine(`job ${job}: ${desc.status.name} (no coordinator answered: ${(err as Error).message})`));
       return 0;
     }
-    console.log(flags.json ? JSON.stringify(status, null, 2) : printStatus(status));
+    console.log(flags.json ? printableJson(status) : printStatus(status));
     return 0;
   });
   withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes (recorded even while no coordinator runs)'), async (_conn, c, flags, [job], retry) => {
@@ -132,7 +138,7 @@ export function registerCommands(program: Command): void {
   }, (flags) => void graceOf(flags));
   withConnection(program.command('pool').argument('<name>').option('--json', 'print the pool state as JSON').description('show a pool: its nodes, their state and job, and its jobs in arrival order'), async (conn, c, flags, [name]) => {
     const p = await conn.withDeadline(Date.now() + 10_000, () => getPoolStatus(c, name));
-    console.log(flags.json ? JSON.stringify(p, null, 2) : printPool(p));
+    console.log(flags.json ? printableJson(p) : printPool(p));
     return 0;
   });
   withConnection(program.command('cancel').argument('<job>').description('cancel a job on every node'), async (_conn, c, _f, [job], retry) => {
@@ -140,12 +146,20 @@ export function registerCommands(program: Command): void {
     console.log(`job ${job}: cancel requested`);
     return 0;
   });
+  withConnection(program.command('setup').description("prepare the namespace for telastic: register telastic's search attributes (operator API), check the namespace and its retention; idempotent"), async (conn, c, _f, _args, retry) => {
+    await setupNamespace(conn, c.namespace, conn.options.address, retry, (line) => console.log(line));
+    return 0;
+  });
   registerLedgerCommands(program);
-  addConnectionOptions(program.command('controller').option('--task-queue <name>', 'control task queue', 'telastic').description('run a control-queue worker in the foreground (waits for ever for an unavailable Temporal server)'))
-    .action(async (flags: ConnectionFlagValues & { taskQueue: string }) => {
+  addMetricsOptions(addConnectionOptions(program.command('controller').option('--task-queue <name>', 'control task queue', 'telastic').description('run a control-queue worker in the foreground (waits for ever for an unavailable Temporal server)')))
+    .action(async (flags: ConnectionFlagValues & MetricsFlagValues & { taskQueue: string }) => {
       const co = compileConnectionOptions(flags, process.env);
+      const metricsOptions = compileMetricsOptions(flags, process.env);
+      const keyWarning = apiKeyFlagWarning(flags);
+      if (keyWarning) console.error(`telastic controller: ${keyWarning}`);
       const sealing = await sealingFor(co);
-      installRuntime();
+      const endpoint = await openMetrics(metricsOptions, (line) => console.error(`telastic controller: ${line}`));
+      installRuntime(endpoint?.sdkBindAddress);
       // A service: started before its server (systemd, compose) or across a server restart, it waits.
       const stopWaiting = new AbortController();
       const abort = () => stopWaiting.abort();
@@ -157,6 +171,7 @@ export function registerCommands(program: Command): void {
         native = await connectNative(co, wait);
         await waitForNamespace(native, co, wait);
       } catch (err) {
+        await endpoint?.close();
         if (!stopWaiting.signal.aborted) throw err;
         await native?.close();
         return; // stopped while waiting for the server: a clean stop
@@ -164,9 +179,15 @@ export function registerCommands(program: Command): void {
         process.off('SIGINT', abort);
         process.off('SIGTERM', abort);
       }
+      // Once, at start: jobs run without the search attributes, but nobody would know why the UI cannot filter them.
+      const saWarning = await searchAttributesWarning(native, co.namespace);
+      if (saWarning) console.error(`telastic controller: ${saWarning}`);
       const ledger = await ledgerToHost(process.env, defaultLedgerDir(process.env), (line) => console.error(`telastic controller: ${line}`));
       const controller = await startController(native, co.namespace, flags.taskQueue, ledger, sealing.dataConverter);
       console.error(`telastic controller: serving ${flags.taskQueue} on ${co.address} (${co.namespace})${ledger ? `, with the ledger (${ledger.where})` : ''}`);
+      // The sampler's own client connection: job and pool status for the job and pool series.
+      const sampling = endpoint && { conn: await connect(co, { patienceMs: Infinity }) };
+      const watch = endpoint && sampling && watchControl(endpoint, { native, connection: sampling.conn, namespace: co.namespace, dataConverter: sealing.dataConverter, workers: controller.workers });
       const stop = () => void controller.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
@@ -177,6 +198,9 @@ export function registerCommands(program: Command): void {
         stop();
       });
       await controller.done;
+      await watch?.stop();
+      await sampling?.conn.close();
+      await endpoint?.close();
       await native.close();
     });
 }

@@ -10,34 +10,39 @@
  * all, for a one-process server whose workers have already stopped. Every change it acknowledged
  * is already a committed SQLite transaction, so a restart on the same --db shows every job as it
  * was (test/temporal/dev-server.test.ts kills one and reads its workflows back).
+ *
+ * With a key and a Web UI, the codec server runs in a child process of its own (dev-codec.ts):
+ * anyone who reaches it may send it anything, and the controller and ledger here must not stall.
  */
-import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import type { DataConverter } from '@temporalio/common';
 import { resolveTemporalCli } from '../temporal/binary';
-import { startCodecServer, type CodecServer } from '../temporal/codec-server';
-import { readSealingKeys, telasticDataConverter } from '../temporal/data-converter';
+import { readSealingKeys, workerDataConverter } from '../temporal/data-converter';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
-import { SealingCodec } from '../temporal/sealing';
-import { compileKeyFiles, type ConnectionOptions } from './connection-options';
+import { freePort } from '../temporal/ports';
+import { compileAcceptUnsealed, compileKeyFiles, type ConnectionOptions } from './connection-options';
+import { prepareDbDir } from './dev-db-dir';
+import { startCodecChild, type CodecChild } from './dev-codec';
 import { UsageError } from './errors';
+import { addMetricsOptions, compileMetricsOptions, type MetricsFlagValues } from './metrics-options';
+import { openMetrics, type MetricsEndpoint } from '../metrics/endpoint';
 
 /** A running controller, as `telastic dev` needs it. */
 export interface DevController {
   shutdown(): Promise<void>;
 }
 
-/** Starts a controller against the dev server at `address` (host:port) in `namespace`. */
-export type StartController = (address: string, namespace: string, dbFile: string, dataConverter: DataConverter) => Promise<DevController>;
+/** Starts a controller against the dev server at `address` (host:port) in `namespace`; `metrics`: dev's --metrics-port. */
+export type StartController = (address: string, namespace: string, dbFile: string, dataConverter: DataConverter, metrics?: MetricsEndpoint) => Promise<DevController>;
 
 export interface DevOptions {
   /** gRPC port of the frontend. CLI default 7233. */
   port: number;
   /** Web UI port. CLI default 8233. */
   uiPort: number;
-  /** SQLite file; its directory is created. CLI default `.telastic/temporal.db`. */
+  /** SQLite file; its directory is created 0700 (dev-db-dir.ts). CLI default `.telastic/temporal.db`. */
   db: string;
   headless: boolean;
   noController: boolean;
@@ -50,10 +55,14 @@ export interface DevOptions {
    * them, and a codec server on `codecPort` decodes for the Web UI (`--ui-codec-endpoint`).
    */
   encryptionKeyFiles?: ConnectionOptions['encryptionKeyFiles'];
+  /** With a key, the controller still opens unsealed payloads (TELASTIC_ACCEPT_UNSEALED=1). */
+  acceptUnsealed?: boolean;
   /** Port of the codec server (with a key and a Web UI); 0 picks a free one. CLI default 8081. */
   codecPort?: number;
   /** Runs the controller; without it no controller runs. */
   startController?: StartController;
+  /** The metrics endpoint (--metrics-port), handed to the controller. */
+  metrics?: MetricsEndpoint;
   /** Where the address lines go. @default console.log */
   print?: (line: string) => void;
   /** Where errors and the server's log go. @default process.stderr */
@@ -69,45 +78,46 @@ export async function runDev(opts: DevOptions): Promise<number> {
   const shownHost = ip === '127.0.0.1' || ip === 'localhost' ? 'localhost' : ip === '0.0.0.0' ? hostname() : ip;
 
   const dbFile = path.resolve(opts.db);
-  mkdirSync(path.dirname(dbFile), { recursive: true });
-
   let keys;
   try {
+    prepareDbDir(dbFile);
     keys = await readSealingKeys({ encryptionKeyFiles: opts.encryptionKeyFiles });
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     printError(`telastic dev: ${err.message}`);
     return 2;
   }
-  const dataConverter = telasticDataConverter(keys, (err) => printError(`telastic dev: controller: ${err.message}`));
+  const dataConverter = workerDataConverter(keys, { namespace, acceptUnsealed: opts.acceptUnsealed }, (err) => printError(`telastic dev: controller: ${err.message}`));
 
   // The server's log is worth showing while it serves; while it stops it is only dial errors.
   let stopping = false;
   let server: DevServer;
-  let codec: CodecServer | undefined;
+  let codec: CodecChild | undefined;
   let codecEndpoint: string | undefined;
+  let uiPort = opts.uiPort;
   try {
-    // With a key, the Web UI decodes through a codec server (CORS: the UI's origin only).
-    if (keys.length > 0 && !opts.headless) {
-      codec = await startCodecServer({ codec: new SealingCodec(keys), port: opts.codecPort ?? 0, host: ip, onError: (line) => printError(`telastic dev: codec server: ${line}`) });
+    // With a key, the Web UI decodes through a codec server (CORS: the UI's origin only, known
+    // before either starts, as the codec server is told its origins when it starts).
+    if (keys.length > 0 && !opts.headless && opts.encryptionKeyFiles) {
+      uiPort ||= await freePort(ip);
+      const allowOrigins = [...new Set([ip, shownHost, 'localhost', '127.0.0.1'])].map((h) => `http://${h.includes(':') ? `[${h}]` : h}:${uiPort}`);
+      codec = await startCodecChild({ keyFiles: opts.encryptionKeyFiles.paths, port: opts.codecPort ?? 0, host: ip, allowOrigins, onLog: printError });
+      void codec.exited.then((code) => stopping || printError(`telastic dev: the codec server exited (code ${code}): the Web UI shows sealed payloads undecoded until dev restarts`));
       // The Web UI hands this to browsers, maybe on other machines: bound to 0.0.0.0, the codec
       // server is named as the Web UI is (http://0.0.0.0:… would be each browser's own machine).
       codecEndpoint = ip === '0.0.0.0' ? `http://${shownHost}:${portOf(codec.url)}` : codec.url;
     }
     const cli = await resolveTemporalCli({ onInstall: printError });
     server = await startDevServer({
-      port: opts.port, uiPort: opts.uiPort, headless: opts.headless, dbFile, namespace, ip, cli,
+      port: opts.port, uiPort, headless: opts.headless, dbFile, namespace, ip, cli,
       uiCodecEndpoint: codecEndpoint,
       onLog: (line) => stopping || printError(`temporal: ${line}`),
     });
   } catch (err) {
     printError(`telastic dev: ${(err as Error).message}`);
-    await codec?.close();
+    stopping = true;
+    await codec?.stop();
     return 1;
-  }
-  if (codec && server.uiUrl) {
-    const uiPort = portOf(server.uiUrl);
-    for (const host of new Set([ip, shownHost, 'localhost', '127.0.0.1'])) codec.allowOrigin(`http://${host}:${uiPort}`);
   }
 
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
@@ -124,12 +134,11 @@ export async function runDev(opts: DevOptions): Promise<number> {
     let controller: DevController | undefined;
     if (!opts.noController && opts.startController) {
       try {
-        controller = await opts.startController(server.address, namespace, dbFile, dataConverter);
+        controller = await opts.startController(server.address, namespace, dbFile, dataConverter, opts.metrics);
       } catch (err) {
         printError(`telastic dev: the controller did not start: ${(err as Error).message}`);
         stopping = true;
-        await kill(server);
-        await codec?.close();
+        await Promise.all([kill(server), codec?.stop()]);
         return 1;
       }
     }
@@ -144,8 +153,8 @@ export async function runDev(opts: DevOptions): Promise<number> {
     const forced = new Promise<'forced'>((resolve) => (onSignal = () => resolve('forced')));
     const stopped = controller?.shutdown().catch((err: Error) => printError(`telastic dev: controller shutdown: ${err.message}`));
     const outcome = await Promise.race([stopped, forced]);
-    await kill(server);
-    await codec?.close();
+    stopping = true;
+    await Promise.all([kill(server), codec?.stop()]);
     return outcome === 'forced' ? 130 : 'code' in ended ? 1 : 0;
   } finally {
     for (const s of signals) process.off(s, handler);
@@ -170,7 +179,7 @@ function parsePort(value: string): number {
 
 /** Adds `telastic dev` to `program`; the action exits the process with runDev's code. */
 export function registerDevCommand(program: Command, deps: { startController?: StartController } = {}): Command {
-  return program
+  const cmd = program
     .command('dev')
     .description('run a Temporal dev server and a controller in the foreground until Ctrl-C')
     .option('--port <port>', 'gRPC port of the Temporal frontend', parsePort, 7233)
@@ -181,13 +190,18 @@ export function registerDevCommand(program: Command, deps: { startController?: S
     .option('--headless', 'no Web UI', false)
     .option('--no-controller', 'do not run a controller (run `telastic controller` yourself)')
     .option('--encryption-key-file <path[:path…]>', 'seal payloads with these keys and decode them for the Web UI (env TELASTIC_ENCRYPTION_KEY_FILE)')
-    .option('--codec-port <port>', 'port of the codec server the Web UI decodes through (with a key)', parsePort, 8081)
-    .action(async (o: { port: number; uiPort: number; db: string; namespace: string; ip: string; headless: boolean; controller: boolean; encryptionKeyFile?: string; codecPort: number }) => {
+    .option('--codec-port <port>', 'port of the codec server the Web UI decodes through (with a key)', parsePort, 8081);
+  return addMetricsOptions(cmd)
+    .action(async (o: MetricsFlagValues & { port: number; uiPort: number; db: string; namespace: string; ip: string; headless: boolean; controller: boolean; encryptionKeyFile?: string; codecPort: number }) => {
+      const metrics = (await openMetrics(compileMetricsOptions(o, process.env), (line) => console.log(`Metrics: ${line}`))) ?? undefined;
+      if (metrics && !o.controller) metrics.setReady(async () => 'no controller in this process (--no-controller)');
       const code = await runDev({
+        metrics,
         port: o.port, uiPort: o.uiPort, db: o.db, namespace: o.namespace, ip: o.ip, headless: o.headless,
         noController: !o.controller, startController: deps.startController,
-        encryptionKeyFiles: compileKeyFiles(o.encryptionKeyFile, process.env), codecPort: o.codecPort,
+        encryptionKeyFiles: compileKeyFiles(o.encryptionKeyFile, process.env), acceptUnsealed: compileAcceptUnsealed(undefined, process.env), codecPort: o.codecPort,
       });
+      await metrics?.close();
       process.exit(code);
     });
 }

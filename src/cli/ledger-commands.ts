@@ -15,7 +15,7 @@ import { nodeSummaries, releaseNode } from '../ledger/nodes';
 import { nodesText } from '../ledger/nodes-text';
 import { reportHtml } from '../ledger/report-html';
 import { jobTimeline } from '../ledger/timeline';
-import { durationToMs, parseValue } from './values';
+import { durationToMs, parseValue } from '../config/values';
 
 export interface LedgerCommandDeps {
   connect: (env: NodeJS.ProcessEnv) => Promise<LedgerConnection>;

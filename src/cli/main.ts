@@ -1,4 +1,5 @@
 /** The `telastic` command line. `run` takes torchrun's flags, so it is parsed on its own. */
+import { printableLine } from '../printable';
 import { Command } from 'commander';
 import { installRuntime, runCommand } from './run';
 import { registerCommands } from './commands';
@@ -9,7 +10,8 @@ import { UsageError } from './errors';
 import { startController } from '../controller';
 import { ledgerToHost } from '../ledger/connect';
 import path from 'node:path';
-import { connectNative } from '../temporal/connect';
+import { connect, connectNative } from '../temporal/connect';
+import { watchControl } from '../metrics/control';
 
 /** Commands that parse their own argv (SCRIPT ARGS… pass through untouched). */
 const OWN_ARGV: Record<string, (argv: string[]) => Promise<number>> = { run: runCommand, submit: submitCommand, agent: agentCommand };
@@ -37,8 +39,8 @@ export async function main(argv: string[]): Promise<void> {
   registerCommands(program);
   registerCodecServerCommand(program);
   registerDevCommand(program, {
-    startController: async (address, namespace, dbFile, dataConverter) => {
-      installRuntime();
+    startController: async (address, namespace, dbFile, dataConverter, metrics) => {
+      installRuntime(metrics?.sdkBindAddress);
       const native = await connectNative({ address, namespace });
       // The embedded ledger lives beside dev's database (.telastic/ledger by default).
       const dir = process.env.TELASTIC_LEDGER_DIR ?? path.join(path.dirname(dbFile), 'ledger');
@@ -49,7 +51,9 @@ export async function main(argv: string[]): Promise<void> {
         console.log(`Ledger: ${shown} (read it with: ${read})`);
       }
       const c = await startController(native, namespace, 'telastic', ledger, dataConverter);
-      return { shutdown: async () => { await c.shutdown(); await native.close(); } };
+      const sampling = metrics && (await connect({ address, namespace }));
+      const watch = metrics && sampling && watchControl(metrics, { native, connection: sampling, namespace, dataConverter, workers: c.workers });
+      return { shutdown: async () => { await watch?.stop(); await sampling?.close(); await c.shutdown(); await native.close(); } };
     },
   });
   try {
@@ -62,7 +66,7 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     if (err instanceof UsageError) {
-      console.error(`telastic: ${err.message}`);
+      console.error(`telastic: ${printableLine(err.message)}`);
       process.exitCode = 2;
       return;
     }
@@ -71,9 +75,12 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
-/** The first line of an error's message: what the user sees instead of a stack trace. */
+/**
+ * The first line of an error's message: what the user sees instead of a stack trace, printable
+ * (a message may quote a worker, a server or a submitter).
+ */
 export function oneLine(err: unknown): string {
-  if ((err as { name?: string }).name === 'WorkflowNotFoundError') return `job ${(err as { workflowId?: string }).workflowId} not found`;
+  if ((err as { name?: string }).name === 'WorkflowNotFoundError') return printableLine(`job ${(err as { workflowId?: string }).workflowId} not found`);
   const message = err instanceof Error ? err.message : String(err);
-  return message.split('\n')[0] || String((err as Error | undefined)?.name ?? 'unknown error');
+  return printableLine(message.split('\n')[0] || String((err as Error | undefined)?.name ?? 'unknown error'));
 }

@@ -2,11 +2,13 @@
  * `telastic agent` (a pool's long-lived node daemon) and `telastic submit` (a job for a pool).
  * Both parse their own argv, like `run`: submit takes run's job flags and SCRIPT ARGS….
  */
+import { printableLine } from '../printable';
 import os from 'node:os';
 import path from 'node:path';
-import { outcomeOfFailure } from '../agent/agent';
 import { checkLaunch, compilePolicy } from '../agent/allow';
-import { runPoolAgent } from '../agent/pool-agent';
+import { outcomeOfFailure } from '../agent/outcome';
+import { poolMembership } from '../agent/pool-membership';
+import { runAgent } from '../agent/runtime';
 import { JobInputError } from '../client/api';
 import { submitJob } from '../client/pool';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
@@ -16,6 +18,7 @@ import { parseAgentArgs, type AgentCliOptions } from './agent-options';
 import { DEFAULT_CONNECT_TIMEOUT_S } from './commands';
 import { HelpRequested, UsageError } from './errors';
 import { installRuntime } from './run';
+import { openMetrics } from '../metrics/endpoint';
 import { parseSubmitArgs, type SubmitOptions } from './submit-options';
 
 /** Parse argv; help prints and gives 0, bad input prints one line and gives 2. */
@@ -27,13 +30,14 @@ function parsed<T>(what: string, parse: () => T): T | number {
       console.log(err.text);
       return 0;
     }
-    console.error(`telastic ${what}: ${(err as Error).message}`);
+    console.error(`telastic ${what}: ${printableLine((err as Error).message)}`);
     return 2;
   }
 }
 
+/** An error's first line, printable (it may quote a worker, a server or a submitter). */
 function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0];
+  return printableLine((err instanceof Error ? err.message : String(err)).split('\n')[0]);
 }
 
 export async function submitCommand(argv: string[]): Promise<number> {
@@ -60,7 +64,7 @@ export async function submitCommand(argv: string[]): Promise<number> {
       },
       (err: unknown) => {
         const outcome = outcomeOfFailure(jobId, err);
-        console.error(`telastic: ${outcome.summary}`);
+        console.error(`telastic: ${printableLine(outcome.summary)}`);
         return outcome.code;
       },
     );
@@ -77,13 +81,21 @@ export async function agentCommand(argv: string[]): Promise<number> {
   if (typeof o === 'number') return o;
   let policy;
   try {
-    policy = await compilePolicy(o.allow, o.allowEnv);
+    policy = await compilePolicy({ allow: o.allow, allowFiles: o.allowFiles, allowEnv: o.allowEnv, passEnv: o.passEnv });
   } catch (err) {
     console.error(`telastic agent: --allow: ${firstLine(err)}`);
     return 2;
   }
-  if (policy.allow.length === 0) console.error('telastic agent: started without --allow: every submitted script will be refused');
-  installRuntime();
+  for (const w of o.warnings) console.error(`telastic agent: ${w}`);
+  if (policy.allow.length === 0 && policy.allowFiles.length === 0) console.error('telastic agent: started without --allow: every submitted script will be refused');
+  let endpoint;
+  try {
+    endpoint = await openMetrics(o.metrics, (line) => console.error(`telastic agent: ${line}`));
+  } catch (err) {
+    console.error(`telastic agent: ${firstLine(err)}`);
+    return 2;
+  }
+  installRuntime(endpoint?.sdkBindAddress);
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.on('SIGINT', onSignal);
@@ -95,19 +107,13 @@ export async function agentCommand(argv: string[]): Promise<number> {
     const native = await connectNative(o.connection, wait);
     const conn = await connect(o.connection, wait);
     await waitForNamespace(conn, o.connection, wait);
-    const outcome = await runPoolAgent(
+    const outcome = await runAgent(
       {
-        pool: o.pool,
         nodeId: o.nodeId,
         localAddr: o.localAddr ?? os.hostname(),
-        slots: o.nproc,
-        labels: o.labels,
-        checkLaunch: (launch) => checkLaunch(policy, launch, o.nodeId),
         namespace: o.connection.namespace,
         taskQueue: o.taskQueue,
         coordinator: o.coordinator,
-        heartbeatTimeoutMs: o.heartbeatTimeoutMs,
-        shutdownTimeoutMs: o.shutdownTimeoutMs,
         checkpointSignal: o.checkpointSignal,
         output: { redirects: 0, tee: 0 },
         stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'agent'),
@@ -115,10 +121,20 @@ export async function agentCommand(argv: string[]): Promise<number> {
         nativeConnection: native,
         sealing,
         retry: retrying(conn, o.connection, wait),
+        metrics: endpoint ?? undefined,
       },
+      poolMembership({
+        pool: o.pool,
+        slots: o.nproc,
+        labels: o.labels,
+        checkLaunch: (launch) => checkLaunch(policy, launch, o.nodeId),
+        policy,
+        heartbeatTimeoutMs: o.heartbeatTimeoutMs,
+        shutdownTimeoutMs: o.shutdownTimeoutMs,
+      }),
       abort.signal,
     );
-    console.error(`telastic agent: ${outcome.summary}`);
+    console.error(`telastic agent: ${printableLine(outcome.summary)}`); // it quotes the failed worker
     await conn.close();
     await native.close();
     return outcome.code;
@@ -129,5 +145,6 @@ export async function agentCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await endpoint?.close();
   }
 }

@@ -7,7 +7,7 @@
 import { DEFAULT_GROUP_SIZE } from '../job/groups';
 import type { RdzvTiming } from '../job/spec';
 import { UsageError } from './errors';
-import { secondsToMs, type RawValue } from './values';
+import { secondsToMs, type RawValue } from '../config/values';
 
 const KNOWN = {
   join_timeout: { field: 'joinTimeoutMs', bound: 'positive', defaultMs: 600_000 },

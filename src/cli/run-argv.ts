@@ -6,7 +6,7 @@
 import { CommanderError, type Command, type Option } from 'commander';
 import { HelpRequested, UsageError } from './errors';
 import { createRunCommand, petName, TELASTIC_FLAGS, TORCHRUN_FLAGS, type RunFlag } from './run-command';
-import { parseValue, petSwitchSchema, type RawValue } from './values';
+import { parseValue, petSwitchSchema, type RawValue } from '../config/values';
 import type { ConnectionFlagValues } from './connection-options';
 
 export interface RunArgv {
@@ -84,6 +84,7 @@ export function splitRunArgv(argv: string[], env: NodeJS.ProcessEnv): RunArgv {
       tlsServerName: opts.tlsServerName,
       apiKey: opts.apiKey,
       encryptionKeyFile: opts.encryptionKeyFile,
+      acceptUnsealed: opts.acceptUnsealed,
     },
   };
 }

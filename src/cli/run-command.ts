@@ -67,6 +67,8 @@ export const TELASTIC_FLAGS: readonly RunFlag[] = [
   flag('checkpoint-signal', 'signal', 'what the job\'s workers get when a drain or SIGTERM asks for a checkpoint first (default SIGUSR1)', false),
   flag('leave-grace', 'duration', 'on SIGTERM (a preemption notice), how long the job may take to checkpoint before this node leaves; 0 leaves at once; a second SIGTERM leaves at once (default 25s)', false),
   flag('task-queue', 'name', 'the control task queue (default "telastic")', false),
+  flag('metrics-port', 'port', 'serve /metrics (Prometheus), /healthz and /readyz on this port (env TELASTIC_METRICS_PORT; default: none)', false),
+  flag('metrics-host', 'host', 'address the metrics port binds (env TELASTIC_METRICS_HOST, default 0.0.0.0)', false),
 ];
 
 /** The `PET_*` variable torchrun reads for a flag: `PET_` + its first long name, upper-cased. */

@@ -7,13 +7,14 @@ import { randomUUID } from 'node:crypto';
 import * as os from 'node:os';
 import { z } from 'zod';
 import { describeZodError } from '../job/spec';
-import { compileConnectionOptions, flagOrEnv } from './connection-options';
+import { apiKeyFlagWarning, compileConnectionOptions, flagOrEnv } from './connection-options';
 import { UsageError } from './errors';
+import { compileMetricsOptions } from './metrics-options';
 import { compileRdzvConf } from './rdzv-conf';
 import { splitRunArgv } from './run-argv';
 import { RUN_USAGE } from './run-command';
 import { nodeIdSchema, rdzvIdSchema, runOptionsSchema, type RunOptions } from './run-schema';
-import * as v from './values';
+import * as v from '../config/values';
 
 export { runOptionsSchema, type RunOptions } from './run-schema';
 
@@ -118,6 +119,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     if (raw) notes.push(`${raw.from} ${raw.raw} ignored: ${why}`);
   }
   const connection = compileConnectionOptions(a.connection, env, address);
+  const keyWarning = apiKeyFlagWarning(a.connection);
+  if (keyWarning) notes.push(keyWarning.replace(/^warning: /, ''));
 
   const compiled = runOptionsSchema.safeParse({
     ...nodes,
@@ -148,5 +151,6 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     notes,
   });
   if (!compiled.success) throw new UsageError(describeZodError(compiled.error, 'telastic run: '), 'run');
-  return compiled.data;
+  const metrics = compileMetricsOptions({ metricsPort: a.value('metrics-port')?.raw, metricsHost: a.value('metrics-host')?.raw }, env);
+  return { ...compiled.data, metrics };
 }

@@ -3,6 +3,7 @@
  * as a whole. Durations are milliseconds (`…Ms`); every field is filled in, defaults included.
  */
 import { z } from 'zod';
+import type { MetricsOptions } from '../metrics/endpoint';
 import { entrypointSchema, jobSpecSchema, joinRequestSchema, rdzvTimingSchema } from '../job/spec';
 import { connectionOptionsSchema } from './connection-options';
 
@@ -74,4 +75,5 @@ export const runOptionsSchema = z
   })
   .refine((o) => o.minNodes <= o.maxNodes, { message: 'minNodes exceeds maxNodes', path: ['minNodes'] });
 
-export type RunOptions = z.infer<typeof runOptionsSchema>;
+/** `metrics`: compiled by src/cli/metrics-options.ts (null: no metrics port). */
+export type RunOptions = z.infer<typeof runOptionsSchema> & { metrics: MetricsOptions | null };

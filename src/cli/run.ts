@@ -1,17 +1,20 @@
 /** `telastic run`: torchrun's CLI in front of a node agent. */
+import { printableLine } from '../printable';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runAgent } from '../agent/agent';
+import { jobMembership } from '../agent/job-membership';
+import { runAgent } from '../agent/runtime';
 import { parseStd } from '../agent/workers';
+import { jobSpecSchema, parseOrThrow, type JobSpec } from '../job/spec';
 import { checkSearchAttributes } from '../temporal/readiness';
 import { startDevServer, type DevServer } from '../temporal/dev-server';
 import { connect, connectNative, retrying, waitForNamespace, type Wait } from '../temporal/connect';
 import { startCodecServer, type CodecServer } from '../temporal/codec-server';
 import { sealingFor } from '../temporal/data-converter';
 import { SealingCodec } from '../temporal/sealing';
+import { openMetrics, type MetricsEndpoint } from '../metrics/endpoint';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
 
@@ -39,14 +42,22 @@ function isSealedError(err: unknown, depth = 0): boolean {
   return e.name === 'SealedPayloadError' || e.type === 'SealedPayloadError' || isSealedError((err as { cause?: unknown }).cause, depth + 1);
 }
 
-export function installRuntime(): void {
+/**
+ * `sdkMetrics`: the loopback address the SDK's Prometheus exporter binds (src/metrics/endpoint.ts
+ * appends its page to /metrics). Its names keep the SDK's `temporal_` prefix; counters end in
+ * `_total` and durations are in seconds, as Prometheus's conventions have them.
+ */
+export function installRuntime(sdkMetrics?: string): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.TELASTIC_SDK_LOG_LEVEL as 'WARN' | undefined) ?? 'ERROR';
   Runtime.install({
     shutdownSignals: [],
     logger: new QuietSealedLogger(level),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level, other: level }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: level, other: level }) },
+      ...(sdkMetrics && { metrics: { metricPrefix: 'temporal_', prometheus: { bindAddress: sdkMetrics, countersTotalSuffix: true, useSecondsForDurations: true } } }),
+    },
   });
 }
 
@@ -56,11 +67,30 @@ function checkScript(o: RunOptions): void {
   if (!existsSync(e.script)) throw new UsageError(`SCRIPT ${e.script}: no such file`, 'SCRIPT', e.script);
 }
 
+/** The job these options run, compiled here at the edge: what the agent is given has every default filled in. */
+function jobSpecOf(o: RunOptions): JobSpec {
+  return parseOrThrow(jobSpecSchema, {
+    jobId: o.rdzvId,
+    minNodes: o.minNodes,
+    maxNodes: o.maxNodes,
+    nprocPerNode: o.nprocPerNode,
+    maxRestarts: o.maxRestarts,
+    role: o.role,
+    entrypoint: o.entrypoint,
+    rdzv: o.rdzv,
+    shutdownTimeoutMs: o.shutdownTimeoutMs,
+    checkpointDir: o.checkpointDir ? path.resolve(o.checkpointDir) : undefined,
+    keepCheckpoints: o.keepCheckpoints,
+  }, 'job spec');
+}
+
 export async function runCommand(argv: string[]): Promise<number> {
   let o: RunOptions;
+  let spec: JobSpec;
   try {
     o = parseRunArgs(argv, process.env);
     checkScript(o);
+    spec = jobSpecOf(o);
     parseStd(o.redirects);
     parseStd(o.tee);
   } catch (err) {
@@ -69,13 +99,20 @@ export async function runCommand(argv: string[]): Promise<number> {
       return 0;
     }
     if (err instanceof UsageError || err instanceof Error) {
-      console.error(`telastic run: ${err.message}`);
+      console.error(`telastic run: ${printableLine(err.message)}`);
       return 2;
     }
     throw err;
   }
   for (const note of o.notes) console.error(`telastic run: note: ${note}`);
-  installRuntime();
+  let endpoint: MetricsEndpoint | null;
+  try {
+    endpoint = await openMetrics(o.metrics, (line) => console.error(`telastic run: ${line}`));
+  } catch (err) {
+    console.error(`telastic run: ${firstLine(err)}`); // the port is taken: said before anything starts
+    return 2;
+  }
+  installRuntime(endpoint?.sdkBindAddress);
   let server: DevServer | undefined;
   let codec: CodecServer | undefined;
   const abort = new AbortController();
@@ -94,15 +131,13 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.on('SIGTERM', onTerm);
   try {
     let connection = o.connection;
-    let rdzvId = o.rdzvId;
     const sealing = await sealingFor(connection);
     if (o.standalone) {
       // With a key, the Web UI decodes the job through a codec server of this process.
-      if (sealing.keys.length > 0) codec = await startCodecServer({ codec: new SealingCodec(sealing.keys), port: 0 });
+      if (sealing.keys.length > 0) codec = await startCodecServer({ codec: new SealingCodec(sealing.keys, { namespace: connection.namespace, acceptUnsealed: true }), port: 0 });
       server = await startDevServer({ port: 0, uiPort: 0, headless: false, uiCodecEndpoint: codec?.url });
       if (codec && server.uiUrl) for (const host of ['127.0.0.1', 'localhost']) codec.allowOrigin(`http://${host}:${new URL(server.uiUrl).port}`);
       connection = { ...connection, address: server.address };
-      if (rdzvId === 'none') rdzvId = randomUUID();
       console.error(`telastic: standalone Temporal server at ${server.address}${server.uiUrl ? `, Web UI ${server.uiUrl}` : ''}`);
     }
     // Like torchrun's agents waiting for their store: a server not up yet is waited for, as long
@@ -116,39 +151,24 @@ export async function runCommand(argv: string[]): Promise<number> {
     const sa = await retry(() => checkSearchAttributes(conn, connection.namespace));
     const outcome = await runAgent(
       {
-        spec: {
-          jobId: rdzvId,
-          minNodes: o.minNodes,
-          maxNodes: o.maxNodes,
-          nprocPerNode: o.nprocPerNode,
-          maxRestarts: o.maxRestarts,
-          role: o.role,
-          entrypoint: o.entrypoint,
-          rdzv: o.rdzv,
-          shutdownTimeoutMs: o.shutdownTimeoutMs,
-          checkpointDir: o.checkpointDir ? path.resolve(o.checkpointDir) : undefined,
-          keepCheckpoints: o.keepCheckpoints,
-        },
         nodeId: o.nodeId,
         localAddr: o.localAddr ?? (o.standalone ? '127.0.0.1' : os.hostname()),
         namespace: connection.namespace,
         taskQueue: o.taskQueue,
         coordinator: o.coordinator,
-        searchAttributes: sa,
         output: { logDir: o.logDir, redirects: parseStd(o.redirects), tee: parseStd(o.tee), localRanksFilter: o.localRanksFilter },
         stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'run'),
-        uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL,
         connection: conn,
         nativeConnection: native,
         sealing,
         retry,
         checkpointSignal: o.checkpointSignal as NodeJS.Signals,
-        leaveGraceMs: o.leaveGraceMs,
-        preemptSignal: preempt.signal,
+        metrics: endpoint ?? undefined,
       },
+      jobMembership({ spec, searchAttributes: sa, uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL, leaveGraceMs: o.leaveGraceMs, preemptSignal: preempt.signal }),
       abort.signal,
     );
-    console.error(`telastic: ${outcome.summary}`);
+    console.error(`telastic: ${printableLine(outcome.summary)}`); // it quotes the failed worker
     await conn.close();
     await native.close();
     return outcome.code;
@@ -162,9 +182,11 @@ export async function runCommand(argv: string[]): Promise<number> {
     process.off('SIGTERM', onTerm);
     await server?.stop();
     await codec?.close();
+    await endpoint?.close();
   }
 }
 
+/** An error's first line, printable (it may quote a worker, a server or a submitter). */
 function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0];
+  return printableLine((err instanceof Error ? err.message : String(err)).split('\n')[0]);
 }

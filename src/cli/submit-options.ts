@@ -13,7 +13,7 @@ import { splitRunArgv } from './run-argv';
 import { createRunCommand, petName, TORCHRUN_FLAGS } from './run-command';
 import { parseRunArgs, systemInfo, type RunSystemInfo } from './run-options';
 import { rdzvIdSchema } from './run-schema';
-import { nonEmpty, parseValue, usage } from './values';
+import { nonEmpty, parseValue, usage } from '../config/values';
 
 export interface SubmitOptions {
   spec: {
@@ -52,7 +52,7 @@ export const SUBMIT_USAGE = [
   'Job flags, as telastic run takes them (and their PET_* variables): --nnodes, --nproc-per-node N,',
   '--rdzv-id (default: job-<8 hex>), --rdzv-conf, --max-restarts, --role, -m/--module, --no-python,',
   '--shutdown-timeout, --checkpoint-dir, --keep-checkpoints, --task-queue; connection flags: --address,',
-  '-n/--namespace, --api-key, --tls, --tls-*, --encryption-key-file. See telastic run --help.',
+  '-n/--namespace, --api-key, --tls, --tls-*, --encryption-key-file, --accept-unsealed. See telastic run --help.',
 ].join('\n');
 
 /** `telastic run` flags that belong to a node: a pool job takes them from its agents. */

@@ -3,14 +3,15 @@
  * `@temporalio/client` connection. Inputs are validated with the same zod schemas the
  * workflow uses; a bad input throws an Error whose message is one line naming the field.
  */
-import { Client, Connection, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, isGrpcServiceError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, NamespaceNotFoundError, type DataConverter, type Payload } from '@temporalio/common';
+import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError, WorkflowUpdateFailedError, isGrpcServiceError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { ApplicationFailure, NamespaceNotFoundError, type DataConverter, type Payload } from '@temporalio/common';
 import { CONTROL_QUEUE } from '../../activities/types';
+import { sealedIdentity } from '../temporal/data-converter';
 import { drainRequestSchema, joinRequestSchema, jobSpecSchema, leaveRequestSchema, parseOrThrow, scaleRequestSchema } from '../job/spec';
-import type { JobSpecInput, JoinRequest, ScaleRequest } from '../job/spec';
+import type { JobSpecInput, ScaleRequest } from '../job/spec';
 import { WORKFLOW_TASK_TIMEOUT, lobbyCount, lobbyIndex, lobbyWorkflowId } from '../job/groups';
 import type { JobStatus } from '../job/status';
-import { drainSignal, drainUpdate, joinUpdate, lobbySignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent, type NodeView } from '../../workflows/messages';
+import { drainSignal, drainUpdate, lobbySignal, nodeQuery, scaleSignal, scaleUpdate, statusQuery, type LobbyEvent, type NodeView } from '../../workflows/messages';
 import type { elasticJob } from '../../workflows/job';
 import type { jobLobby } from '../../workflows/lobby';
 
@@ -37,7 +38,8 @@ export class JobInputError extends Error {
 }
 
 function client(o: ClientOptions): Client {
-  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default', dataConverter: o.dataConverter });
+  // With a key, an identity without the host name (the SDK's default is pid@host).
+  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default', dataConverter: o.dataConverter, identity: sealedIdentity(o.dataConverter, `telastic-${process.pid}`) });
 }
 
 async function rethrowRejection<T>(jobId: string, p: Promise<T>): Promise<T> {
@@ -84,11 +86,6 @@ export async function checkCanOpen(o: ClientOptions, workflowId: string): Promis
 
 /** gRPC's NOT_FOUND (grpc/status.h). */
 const GRPC_NOT_FOUND = 5;
-
-export async function joinJob(o: ClientOptions, jobId: string, req: JoinRequest): Promise<{ accepted: true; state: string }> {
-  const r = parseOrThrow(joinRequestSchema, req, 'join');
-  return rethrowRejection(jobId, client(o).workflow.getHandle(jobId).executeUpdate(joinUpdate, { args: [r] }));
-}
 
 /** Which lobby a node enters a job through: from the job's maxNodes and group size. */
 export interface LobbyAddress {
@@ -178,8 +175,8 @@ export async function cancelJob(o: ClientOptions, jobId: string): Promise<void> 
 }
 
 /**
- * The job's status object. A running job answers the `status` query; a closed one (which no
- * worker may be left to query) is read from its result or failure, which carry the final status.
+ * The job's status object: a running job answers the `status` query; a closed one (which no
+ * worker may be left to query) keeps its final status in its memo.
  */
 export async function getJobStatus(o: ClientOptions, jobId: string): Promise<JobStatus> {
   const handle = client(o).workflow.getHandle(jobId);
@@ -187,21 +184,5 @@ export async function getJobStatus(o: ClientOptions, jobId: string): Promise<Job
   if (desc.status.name === 'RUNNING') return handle.query(statusQuery);
   const memo = desc.memo?.status as JobStatus | undefined;
   if (memo) return memo;
-  try {
-    return (await handle.result()).status;
-  } catch (err) {
-    const status = finalStatusOf(err);
-    if (status) return status;
-    throw err;
-  }
-}
-
-/** The status carried by a failed or cancelled job's failure details, if any. */
-export function finalStatusOf(err: unknown): JobStatus | null {
-  const cause = err instanceof WorkflowFailedError ? err.cause : err;
-  if (cause instanceof ApplicationFailure || cause instanceof CancelledFailure) {
-    const d = cause.details?.[0] as { status?: JobStatus } | undefined;
-    return d?.status ?? null;
-  }
-  return null;
+  throw new Error(`job ${jobId} is ${desc.status.name.toLowerCase()} and left no final status (it did not end by itself)`);
 }

@@ -5,6 +5,7 @@
  */
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { CONTROL_QUEUE } from '../../activities/types';
+import { sealedIdentity } from '../temporal/data-converter';
 import { WORKFLOW_TASK_TIMEOUT } from '../job/groups';
 import { jobSpecSchema, parseOrThrow, type JobSpecInput } from '../job/spec';
 import type { PoolNodeView } from '../pool/decide';
@@ -15,7 +16,8 @@ import { poolDepartSignal, poolJobSignal, poolNodeQuery, poolRegisterSignal, poo
 import { JobInputError, type ClientOptions } from './api';
 
 function client(o: ClientOptions): Client {
-  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default', dataConverter: o.dataConverter });
+  // With a key, an identity without the host name (the SDK's default is pid@host).
+  return new Client({ connection: o.connection, namespace: o.namespace ?? 'default', dataConverter: o.dataConverter, identity: sealedIdentity(o.dataConverter, `telastic-${process.pid}`) });
 }
 
 /**

@@ -33,7 +33,7 @@ export interface RoundAssignment {
   /** The checkpoint workers resume from, when one was found. */
   resumeFrom?: string;
   /** How often the node heartbeats `runWorkers` (src/job/groups.ts heartbeatIntervalMs). */
-  heartbeatIntervalMs?: number;
+  heartbeatIntervalMs: number;
   /** Jobs submitted to a pool: what to run (the pool agent checks it against its --allow). */
   launch?: Launch;
 }

@@ -4,8 +4,9 @@
  * come in as arguments.
  */
 import type { RoundAssignment } from './assignment';
+import { heartbeatIntervalMs } from './groups';
 import type { JoinRequest, ScaleRequest } from './spec';
-import type { Quarantine } from '../ledger/quarantine';
+import type { Quarantine } from './quarantine';
 import type { Departure, DepartureReason, Failure, JobState, NodeRecord } from './state';
 
 const MAX_DEPARTURES = 50;
@@ -32,7 +33,7 @@ export function validateJoin(state: JobState, req: JoinRequest): string | null {
  * again only when its earlier incarnation is gone (its agent restarted), which is a lost node.
  */
 export function applyJoin(state: JobState, req: JoinRequest, now: number): JobState {
-  const record: NodeRecord = { nodeId: req.nodeId, address: req.address, slots: req.slots, joinedAt: now };
+  const record: NodeRecord = { nodeId: req.nodeId, address: req.address, slots: req.slots, joinedAt: now, ...(req.incarnation ? { incarnation: req.incarnation } : {}) };
   const departed = state.departed.filter((d) => d.nodeId !== req.nodeId);
   const waitingIdx = state.waiting.findIndex((n) => n.nodeId === req.nodeId);
   if (waitingIdx >= 0) {
@@ -40,9 +41,11 @@ export function applyJoin(state: JobState, req: JoinRequest, now: number): JobSt
     waiting[waitingIdx] = { ...record, joinedAt: state.waiting[waitingIdx].joinedAt };
     return { ...state, departed, waiting };
   }
-  const wasMember = state.members.some((m) => m.nodeId === req.nodeId);
+  const member = state.members.find((m) => m.nodeId === req.nodeId);
+  // The same run of the agent saying it again (a retried or doubled join): nothing changed.
+  if (member && req.incarnation && member.incarnation === req.incarnation) return state;
   const next = { ...state, departed, waiting: [...state.waiting, record] };
-  if (!wasMember) return next;
+  if (!member) return next;
   const lost = nodeLost(state, req.nodeId, 'its agent restarted and joined again');
   return {
     ...next,
@@ -58,12 +61,12 @@ export function applyJoin(state: JobState, req: JoinRequest, now: number): JobSt
 export function applyJoinOrReject(state: JobState, req: JoinRequest, now: number): JobState {
   const reason = validateJoin(state, req);
   if (reason !== null) return rejectJoin(state, req.nodeId, reason);
-  return { ...applyJoin(state, req, now), rejected: (state.rejected ?? []).filter((r) => r.nodeId !== req.nodeId) };
+  return { ...applyJoin(state, req, now), rejected: state.rejected.filter((r) => r.nodeId !== req.nodeId) };
 }
 
 /** Record why a node's join was refused (the latest reason per node; the newest 50 nodes). */
 export function rejectJoin(state: JobState, nodeId: string, reason: string): JobState {
-  const rejected = (state.rejected ?? []).filter((r) => r.nodeId !== nodeId);
+  const rejected = state.rejected.filter((r) => r.nodeId !== nodeId);
   return { ...state, rejected: [...rejected, { nodeId, reason }].slice(-MAX_DEPARTURES) };
 }
 
@@ -75,7 +78,7 @@ export function applyDeparture(state: JobState, nodeId: string, reason: Departur
     members: state.members.filter((m) => m.nodeId !== nodeId),
     waiting: state.waiting.filter((m) => m.nodeId !== nodeId),
     drains: state.drains.filter((d) => d !== nodeId),
-    leaving: state.leaving?.filter((d) => d !== nodeId),
+    leaving: state.leaving.filter((d) => d !== nodeId),
     departed: [...state.departed.filter((d) => d.nodeId !== nodeId), departure].slice(-MAX_DEPARTURES),
   };
 }
@@ -93,7 +96,7 @@ export function validateDrain(state: JobState, nodeId: string): string | null {
 export function applyDrain(state: JobState, nodeId: string, reason: 'drained' | 'left' = 'drained'): JobState {
   if (validateDrain(state, nodeId) !== null) return state;
   if (!state.members.some((m) => m.nodeId === nodeId)) return applyDeparture(state, nodeId, reason);
-  const leaving = reason === 'left' ? [...(state.leaving ?? []).filter((l) => l !== nodeId), nodeId] : state.leaving;
+  const leaving = reason === 'left' ? [...state.leaving.filter((l) => l !== nodeId), nodeId] : state.leaving;
   if (state.drains.includes(nodeId)) return { ...state, leaving };
   return { ...state, drains: [...state.drains, nodeId], leaving };
 }
@@ -124,7 +127,7 @@ function eligible(state: JobState): NodeRecord[] {
 
 /** A predicate: is this node quarantined in this job? */
 export function isQuarantined(state: JobState): (nodeId: string) => boolean {
-  if (!state.quarantined?.length) return () => false;
+  if (state.quarantined.length === 0) return () => false;
   const ids = new Set(state.quarantined.map((q) => q.nodeId));
   return (nodeId) => ids.has(nodeId);
 }
@@ -146,7 +149,7 @@ export function planRound(state: JobState): { participants: NodeRecord[]; spares
  * released node is eligible again, and admitted like a newcomer).
  */
 export function applyQuarantine(state: JobState, quarantined: Quarantine[]): JobState {
-  const before = state.quarantined ?? [];
+  const before = state.quarantined;
   const same = before.length === quarantined.length && before.every((q, i) => q.nodeId === quarantined[i].nodeId && q.reason === quarantined[i].reason);
   if (same) return state;
   return { ...state, quarantined };
@@ -155,7 +158,7 @@ export function applyQuarantine(state: JobState, quarantined: Quarantine[]): Job
 /** Apply drains and a shrunk maxNodes at a round boundary. Members beyond maxNodes become spares. */
 export function settleMembership(state: JobState): JobState {
   let next = state;
-  for (const nodeId of state.drains) next = applyDeparture(next, nodeId, state.leaving?.includes(nodeId) ? 'left' : 'drained');
+  for (const nodeId of state.drains) next = applyDeparture(next, nodeId, state.leaving.includes(nodeId) ? 'left' : 'drained');
   const excess = next.members.slice(next.spec.maxNodes);
   if (excess.length === 0) return next;
   return { ...next, members: next.members.slice(0, next.spec.maxNodes), waiting: [...excess, ...next.waiting] };
@@ -184,6 +187,7 @@ export function assignRanks(
       masterPort: master.port,
       restartCount: state.restarts,
       maxRestarts: state.spec.maxRestarts,
+      heartbeatIntervalMs: heartbeatIntervalMs(state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize),
       ...(state.spec.checkpointDir ? { checkpointDir: state.spec.checkpointDir } : {}),
       ...(extra.resumeFrom ? { resumeFrom: extra.resumeFrom } : {}),
     };
@@ -193,11 +197,10 @@ export function assignRanks(
 }
 
 /**
- * Why a running round must stop now for a membership change or a cancel; null to keep running.
+ * Why a running round must stop now for a membership change; null to keep running.
  * Once any node finished, joiners wait: the job is ending and a new round would redo work.
  */
 export function interruptReason(state: JobState, participants: string[]): string | null {
-  if (state.cancelRequested) return 'cancel requested';
   const drained = state.drains.find((d) => participants.includes(d));
   if (drained) return `drain of ${drained}`;
   if (participants.length > state.spec.maxNodes) return `scaled to maxNodes ${state.spec.maxNodes}`;
@@ -235,6 +238,11 @@ export function settleFailure(state: JobState): { state: JobState; exhausted: bo
   return { state: next, exhausted: restarts > state.spec.maxRestarts };
 }
 
+/** After a failure was settled: the job has used more restarts than it may (it fails). */
+export function restartsExhausted(state: JobState): boolean {
+  return state.restarts > state.spec.maxRestarts;
+}
+
 /**
  * One line naming only what a failure has: `rank 3 on node b: exit code 1: message`, `node b: node
  * lost: …`. Also for the status object's lastFailure, which has no round.
@@ -247,7 +255,7 @@ export function describeFailure(f: Omit<Failure, 'round'> & { round?: number }):
 
 export function joinTimeoutReason(state: JobState): string {
   const s = state.spec;
-  const out = state.quarantined?.length ? ` (${state.quarantined.map((q) => q.nodeId).join(', ')} quarantined)` : '';
+  const out = state.quarantined.length ? ` (${state.quarantined.map((q) => q.nodeId).join(', ')} quarantined)` : '';
   return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s${out}`;
 }
 

@@ -6,18 +6,11 @@
  * A plain drain of the same node meanwhile drains it at once.
  */
 import { applyDrain, validateDrain } from './decide';
-import type { JobState, Preempt, Preemption } from './state';
+import type { Checkpoint, JobState, Preempt, Preemption } from './state';
 
 export const DEFAULT_DRAIN_GRACE_MS = 60_000;
 const MAX_PREEMPTIONS = 20;
 
-/** The newest complete checkpoint as the checkpoint finder reports it (src/checkpoints/types.ts). */
-export interface SeenCheckpoint {
-  path: string;
-  step: number | null;
-  /** ISO time it was last written. */
-  time: string;
-}
 
 /**
  * Accept a checkpoint-first drain. A node outside the running round has no workers to
@@ -26,22 +19,8 @@ export interface SeenCheckpoint {
 export function requestCheckpointFirst(state: JobState, nodeId: string, graceMs: number, now: number): JobState {
   if (validateDrain(state, nodeId) !== null) return state;
   if (!state.members.some((m) => m.nodeId === nodeId)) return applyDrain(state, nodeId);
-  if (state.drains.includes(nodeId) || state.preempts?.some((p) => p.nodeId === nodeId)) return state;
-  return { ...state, preempts: [...(state.preempts ?? []), { nodeId, requestedAt: now, graceMs }] };
-}
-
-/**
- * Whether `found` is a checkpoint written after the request: newer than `baseline` (the newest
- * one when the workers were asked) by step when both have one, else by time. Without a baseline,
- * any checkpoint written at or after the request counts (the directory's clock against the
- * workflow's: both are this cluster's clocks).
- */
-export function isNewerCheckpoint(found: SeenCheckpoint | null, baseline: SeenCheckpoint | null, requestedAt: number): boolean {
-  if (!found) return false;
-  if (!baseline) return Date.parse(found.time) >= requestedAt;
-  if (found.path === baseline.path) return false;
-  if (found.step !== null && baseline.step !== null) return found.step > baseline.step;
-  return Date.parse(found.time) > Date.parse(baseline.time);
+  if (state.drains.includes(nodeId) || state.preempts.some((p) => p.nodeId === nodeId)) return state;
+  return { ...state, preempts: [...state.preempts, { nodeId, requestedAt: now, graceMs }] };
 }
 
 /**
@@ -56,7 +35,7 @@ export function preemptOverReason(state: JobState, p: Preempt, round: number): s
 }
 
 /** End a checkpoint-first drain: record how it went and drain the node (if it is still here). */
-export function finishPreempt(state: JobState, p: Preempt, outcome: { checkpoint: SeenCheckpoint | null; now: number; note?: string }): JobState {
+export function finishPreempt(state: JobState, p: Preempt, outcome: { checkpoint: Checkpoint | null; now: number; note?: string }): JobState {
   const record: Preemption = {
     nodeId: p.nodeId,
     requestedAt: new Date(p.requestedAt).toISOString(),
@@ -68,8 +47,8 @@ export function finishPreempt(state: JobState, p: Preempt, outcome: { checkpoint
   };
   const next: JobState = {
     ...state,
-    preempts: (state.preempts ?? []).filter((x) => x.nodeId !== p.nodeId),
-    preemptions: [...(state.preemptions ?? []), record].slice(-MAX_PREEMPTIONS),
+    preempts: state.preempts.filter((x) => x.nodeId !== p.nodeId),
+    preemptions: [...state.preemptions, record].slice(-MAX_PREEMPTIONS),
   };
   return applyDrain(next, p.nodeId);
 }

@@ -12,6 +12,9 @@ const id = z
   .max(200)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]*$/, 'letters, digits and . _ : @ - only');
 
+/** Job and node ids: also path components on the agents (run and log dirs), so never `.`, `..` or `/`. */
+export const idSchema = id;
+
 const ms = z.number().int().positive();
 
 /** What every worker process runs: `$PYTHON_EXEC -u [-m] script args…`, or the script itself. */
@@ -80,6 +83,12 @@ export const joinRequestSchema = z.object({
   slots: z.number().int().min(1),
   entrypoint: entrypointSchema,
   role: z.string().min(1).default('default'),
+  /**
+   * Which run of the node's agent sends it (`telastic run` picks one at start). A join from a
+   * member with the same incarnation is the same agent saying it again (a join retried, or sent
+   * twice before the first arrived): not a restart. Without one, every join of a member is.
+   */
+  incarnation: z.string().min(1).max(100).optional(),
 });
 export type JoinRequest = z.infer<typeof joinRequestSchema>;
 

@@ -17,8 +17,8 @@
  * one-line reason; nothing is retried behind the user's back.
  */
 import type { JobSpec } from './spec';
-import type { LedgerCursor } from '../ledger/derive';
-import type { Quarantine } from '../ledger/quarantine';
+import type { LedgerCursor } from '../ledger/types';
+import type { Quarantine } from './quarantine';
 import type { LedgerRecord } from '../ledger/records';
 
 export type JobPhase =
@@ -36,6 +36,8 @@ export interface NodeRecord {
   slots: number;
   /** Workflow time (ms) of the node's (latest) join. */
   joinedAt: number;
+  /** The run of the node's agent that joined (JoinRequest.incarnation), when it said. */
+  incarnation?: string;
 }
 
 export type DepartureReason = 'lost' | 'drained' | 'left';
@@ -81,26 +83,25 @@ export interface JobState {
   /** Drains accepted but not applied yet (applied at the next round boundary). */
   drains: string[];
   /** Of `drains`, the nodes that left on their own (agent stopped) rather than being drained. */
-  leaving?: string[];
+  leaving: string[];
   /** A failure whose restart is not yet accounted (blame is settled at the next prepare). */
   pendingFailure: Failure | null;
   lastFailure: Failure | null;
   checkpoint: Checkpoint | null;
-  cancelRequested: boolean;
   /** Workflow time (ms) since which fewer than minNodes nodes were available; null otherwise. */
   belowMinSince: number | null;
   /** Recent joins the job refused (a launch that does not match), newest last, for their agents. */
-  rejected?: Rejection[];
+  rejected: Rejection[];
   /** Jobs submitted to a pool: nodes the pool granted that the job has not given back yet. */
-  poolNodes?: string[];
+  poolNodes: string[];
   /** Nodes of this job the ledger has quarantined: kept out of rounds until released (src/ledger/quarantine.ts). */
-  quarantined?: Quarantine[];
+  quarantined: Quarantine[];
   /** Checkpoint-first drains waiting for their checkpoint, oldest first (src/job/preempt.ts). */
-  preempts?: Preempt[];
+  preempts: Preempt[];
   /** How the recent checkpoint-first drains ended, newest last. */
-  preemptions?: Preemption[];
-  /** The ledger's outbox (workflows/ledger.ts); absent when no ledger records the job. */
-  ledger?: { cursor: LedgerCursor | null; outbox: LedgerRecord[] };
+  preemptions: Preemption[];
+  /** The ledger's outbox (workflows/ledger.ts); null when no ledger records the job. */
+  ledger: { cursor: LedgerCursor | null; outbox: LedgerRecord[] } | null;
 }
 
 /** A checkpoint-first drain in progress: the node leaves once a new checkpoint is complete. */
@@ -126,6 +127,13 @@ export interface Preemption {
   note?: string;
 }
 
+/** How one node's part of a round ended, as the job's round sees it (workflows/group.ts). */
+export type NodeOutcome =
+  | { nodeId: string; kind: 'succeeded' }
+  | { nodeId: string; kind: 'failed'; failure: Failure }
+  | { nodeId: string; kind: 'lost'; why: string }
+  | { nodeId: string; kind: 'stopped' };
+
 export interface Rejection {
   nodeId: string;
   reason: string;
@@ -145,8 +153,14 @@ export function initialState(spec: JobSpec, now: number): JobState {
     pendingFailure: null,
     lastFailure: null,
     checkpoint: null,
-    cancelRequested: false,
     belowMinSince: now,
+    leaving: [],
+    rejected: [],
+    poolNodes: [],
+    quarantined: [],
+    preempts: [],
+    preemptions: [],
+    ledger: null,
   };
 }
 

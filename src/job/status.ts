@@ -38,7 +38,7 @@ export interface JobStatus {
 
 function memberState(state: JobState, nodeId: string): NodeState {
   if (state.drains.includes(nodeId)) return 'draining';
-  if (state.preempts?.some((p) => p.nodeId === nodeId)) return 'checkpointing';
+  if (state.preempts.some((p) => p.nodeId === nodeId)) return 'checkpointing';
   if (state.finished.includes(nodeId)) return 'succeeded';
   return state.phase === 'running' ? 'running' : 'preparing';
 }
@@ -66,15 +66,22 @@ export function toStatus(state: JobState): JobStatus {
     spares: full ? state.waiting.filter((w) => !out(w.nodeId)).map((w) => w.nodeId) : [],
     lastFailure: f ? { nodeId: f.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message } : null,
     checkpoint: state.checkpoint,
-    ...(state.quarantined?.length ? { quarantined: state.quarantined } : {}),
-    ...(state.preempts?.length ? { preempting: state.preempts.map((p) => ({ nodeId: p.nodeId, requestedAt: new Date(p.requestedAt).toISOString(), graceMs: p.graceMs })) } : {}),
-    ...(state.preemptions?.length ? { preemptions: state.preemptions } : {}),
+    ...(state.quarantined.length ? { quarantined: state.quarantined } : {}),
+    ...(state.preempts.length ? { preempting: state.preempts.map((p) => ({ nodeId: p.nodeId, requestedAt: new Date(p.requestedAt).toISOString(), graceMs: p.graceMs })) } : {}),
+    ...(state.preemptions.length ? { preemptions: state.preemptions } : {}),
   };
 }
 
-/** One node's view for its agent (the `node` query): small whatever the job's size. */
-export function nodeView(state: JobState, nodeId: string): { job: JobPhase; node: NodeState | 'pending' | 'rejected'; reason?: string } {
-  const rejected = state.rejected?.find((r) => r.nodeId === nodeId);
+/** What an agent learns about its own node (the `node` query): small whatever the job's size. */
+export interface NodeView {
+  job: JobPhase;
+  /** The node's state in the job; 'pending' until its join arrived, 'rejected' with a reason. */
+  node: NodeState | 'pending' | 'rejected';
+  reason?: string;
+}
+
+export function nodeView(state: JobState, nodeId: string): NodeView {
+  const rejected = state.rejected.find((r) => r.nodeId === nodeId);
   if (rejected) return { job: state.phase, node: 'rejected', reason: rejected.reason };
   const node = toStatus(state).nodes.find((n) => n.nodeId === nodeId);
   return { job: state.phase, node: node?.state ?? 'pending' };

@@ -8,11 +8,11 @@
  * The directory holds `pgdata/` (PGlite's files), `lock/`, `server.json` (`{ pid, url }` of the
  * host) and the socket `.s.PGSQL.5432`.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { log } from '../log';
+import { ensurePrivateDir } from '../private-dir';
 import { lockLedgerDir, removeHolder, writeHolder } from './dir-lock';
 import { migrate } from './migrate';
 import { serveWire, SOCKET_NAME, type WireServer } from './wire';
@@ -27,12 +27,15 @@ export interface HostedLedger {
 }
 
 /**
- * Creates `dir` if needed, locks it (LedgerLockedError when another process holds it), opens
- * PGlite on it, serves it and returns a migrated pool on it.
+ * Creates `dir` if needed (0700; src/private-dir.ts refuses an unsafe one), locks it
+ * (LedgerLockedError when another process holds it), opens PGlite on it, serves it and returns a
+ * migrated pool on it.
  */
 export async function hostEmbeddedLedger(dir: string): Promise<HostedLedger> {
   const abs = path.resolve(dir);
-  fs.mkdirSync(abs, { recursive: true, mode: 0o700 });
+  // Its socket and server.json are the database: this user's only (a directory that existed
+  // kept its mode before; an unsafe one is refused, UnsafeDirError).
+  ensurePrivateDir(abs, 'ledger dir');
   // Once another process has taken the directory over, nothing here may touch its files again.
   let lost = false;
   let server: WireServer | undefined;

@@ -14,7 +14,8 @@ export function isRecorded(t: JobTimeline): t is RecordedJob {
 
 /**
  * Why a round ended, from its `end_reason` (written by derive.ts: `failure: <message>`,
- * `failure: node lost: …`, `membership change`, `cancelled`, `succeeded`). A failure or a lost
+ * `failure: node <id> lost: …` (before: `failure: node lost: …`), `membership change`,
+ * `cancelled`, `succeeded`; a `roundCause` replaces a failure's once blame settled). A failure or a lost
  * node counts one restart of the job (TORCHELASTIC_RESTART_COUNT); a membership change (a node
  * admitted, drained, gone, a scale) counts none but still starts a new round.
  */
@@ -34,7 +35,8 @@ export const endCauseLabels: Record<EndCause, string> = {
 export function classifyEnd(reason: string | null): EndCause | null {
   if (reason === null) return null;
   const r = reason.trim().toLowerCase();
-  if (/^(failure: )?node [^:]*\blost\b/.test(r) || r === 'lost') return 'node-lost';
+  // A node id has no spaces but may have colons (host:1).
+  if (/^(failure: )?node (\S+ lost\b|[^:]*\blost\b)/.test(r) || r === 'lost') return 'node-lost';
   if (/^(failure|failed)\b/.test(r)) return 'worker-failure';
   if (/^cancel/.test(r)) return 'cancelled';
   if (/^succeeded\b/.test(r)) return 'succeeded';

@@ -103,11 +103,8 @@ export function figureLines(f: JobFigures): string[] {
   ];
 }
 
-/** User text made safe for a terminal: control characters (escape sequences) shown as `\xNN`. */
-export function printable(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
+/** User text made safe for a terminal: control characters shown as `\xNN`, bidi controls as `\uNNNN`. */
+export { printable } from '../printable';
 
 /** Text for HTML content and attribute values alike. */
 export function esc(text: string): string {

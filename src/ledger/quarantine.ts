@@ -10,18 +10,14 @@
  */
 import type pg from 'pg';
 import type { z } from 'zod';
-import { durationToMs, intAtLeast, parseValue } from '../cli/values';
+import { durationToMs, intAtLeast, parseValue } from '../config/values';
+import type { Quarantine } from '../job/quarantine';
 import { formatDuration } from './format';
 
 export interface QuarantinePolicy {
   /** Failures within the window that quarantine a node; 0: never. */
   failures: number;
   windowMs: number;
-}
-
-export interface Quarantine {
-  nodeId: string;
-  reason: string;
 }
 
 export const DEFAULT_QUARANTINE: QuarantinePolicy = { failures: 3, windowMs: 3_600_000 };

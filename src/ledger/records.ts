@@ -29,6 +29,12 @@ export const ledgerRecord = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('roundStarted'), ...base, round, members: z.array(roundMember), worldSize: z.number().int().positive() }),
   /** Ends a round already started; `reason` says why (failure, node lost, scale, drain, done…). */
   z.object({ kind: z.literal('roundEnded'), ...base, round, reason: z.string().min(1) }),
+  /**
+   * The settled reason of a round already recorded as ended, once the job settled whom to blame
+   * (at its next prepare, or its end): replaces the reason its roundEnded gave. A worker failure seen first is often a victim of a node
+   * lost meanwhile; the job blames the node (src/job/decide.ts mergeCause), and so does the ledger.
+   */
+  z.object({ kind: z.literal('roundCause'), ...base, round, reason: z.string().min(1) }),
   z.object({ kind: z.literal('nodeEvent'), ...base, nodeId: z.string().min(1), event: z.enum(nodeEventKinds), cause: z.string().optional() }),
   /** How a worker or node failed; null where it does not apply (a lost node has no exit code). */
   z.object({

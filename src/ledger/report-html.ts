@@ -92,7 +92,9 @@ ${rows.join('\n')}
 /** What a round's end reason adds to its cause's label: `failure: boom` → `boom`, `succeeded` → nothing. */
 function reasonDetail(reason: string | null, cause: EndCause | null): string {
   if (reason === null || cause === null) return '';
-  const detail = cause === 'node-lost' ? reason.replace(/^(failure: )?node lost:?\s*/i, '') : cause === 'worker-failure' ? reason.replace(/^failure: /, '') : reason;
+  // `failure: node b lost: why` → `b: why` (and the older `failure: node lost: why` → `why`).
+  const lost = (_: string, id: string | undefined) => (id ? `${id}: ` : '');
+  const detail = cause === 'node-lost' ? reason.replace(/^(?:failure: )?node (?:(\S+) )?lost:?\s*/i, lost).replace(/: $/, '') : cause === 'worker-failure' ? reason.replace(/^failure: /, '') : reason;
   return detail.trim().toLowerCase() === endCauseLabels[cause] ? '' : detail;
 }
 

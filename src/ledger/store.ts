@@ -67,6 +67,12 @@ async function writeOne(client: pg.PoolClient, r: LedgerRecord): Promise<number>
       }
       return n;
     }
+    case 'roundCause':
+      // Only a round whose end is recorded, by an earlier record; the same reason again is a no-op.
+      return count(client, `
+        UPDATE rounds SET end_reason = $4
+        WHERE job_id = $1 AND round = $2 AND ended_seq < $3 AND end_reason IS DISTINCT FROM $4`,
+        [r.jobId, r.round, r.seq, r.reason]);
     case 'nodeEvent':
       return count(client, `
         INSERT INTO node_events (job_id, seq, node_id, kind, cause, at) VALUES ($1, $2, $3, $4, $5, $6)

@@ -9,12 +9,12 @@
  * it get nothing, so a large job is never starved by small ones. Only once every job holds its
  * minimum do jobs grow, again in arrival order, up to their maximum.
  */
-import type { DepartRequest, JobRequest, PoolJob, PoolNode, PoolState, RegisterRequest } from './state';
+import type { DepartRequest, GrantedNode, JobRequest, PoolJob, PoolNode, PoolState, RegisterRequest } from './state';
 
 /** Nodes given to one job in one decision: the pool signals them to the job as joins. */
 export interface Grant {
   jobId: string;
-  nodes: { nodeId: string; address: string; slots: number }[];
+  nodes: GrantedNode[];
 }
 
 /** A granted node whose agent is leaving: the job is told, as a node's own leave. */

@@ -23,6 +23,13 @@ export const poolNameSchema = id;
 
 export type PoolNodeState = 'free' | 'granted' | 'draining' | 'lost';
 
+/** A node as the pool grants it to a job (it joins the job as a newcomer). */
+export interface GrantedNode {
+  nodeId: string;
+  address: string;
+  slots: number;
+}
+
 export interface PoolNode {
   nodeId: string;
   address: string;

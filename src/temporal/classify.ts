@@ -53,9 +53,12 @@ const REFUSED_MESSAGES: [RegExp, 'UNAUTHENTICATED' | 'PERMISSION_DENIED'][] = [
   [/does not have permission to execute|code: PermissionDenied\b|\bPERMISSION_DENIED\b/, 'PERMISSION_DENIED'],
 ];
 
-/** The server's words in a refusal: grpc-js's `details`, or core's `message: "…"`. */
+/**
+ * The server's words in a refusal: grpc-js's `details`, core's `message: "…"` (connecting), or
+ * the message itself of a core service call's ServiceError (its `details` is empty).
+ */
 function refusal(code: 'UNAUTHENTICATED' | 'PERMISSION_DENIED', e: ErrorLike, message: string): Verdict {
-  const details = typeof e.details === 'string' ? e.details : /message: "([^"]*)"/.exec(message)?.[1];
+  const details = (typeof e.details === 'string' && e.details) || /message: "([^"]*)"/.exec(message)?.[1] || (typeof e.details === 'string' ? message : undefined);
   return { kind: 'refused', code, reason: details ? `${code}: ${details}` : code };
 }
 
@@ -77,6 +80,7 @@ const FATAL_NAMES = new Set([
   'TemporalUnavailableError',
   'NamespaceMissingError',
   'TemporalRefusedError',
+  'NamespaceSetupError',
 ]);
 
 interface ErrorLike {

@@ -12,11 +12,17 @@
  * without an Origin (the CLI, curl) are served.
  *
  * A payload it cannot unseal (another key) is returned as it came, so one foreign payload does
- * not hide the rest of a history.
+ * not hide the rest of a history. Seals bind their namespace (sealing.ts): it is `X-Namespace`'s,
+ * or the codec's own when a caller sends none.
+ *
+ * Whoever reaches it may send anything, so each request is bounded (codec-body.ts: 4 MiB,
+ * 4096 payloads, refused with 413 while it arrives), so is the number served at once (more get
+ * 503 at once), and payloads are decoded one after another rather than all at once.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
+import { HttpError, readLimitedBody } from './codec-body';
 
 interface JSONPayload {
   metadata?: Record<string, string> | null;
@@ -43,8 +49,16 @@ export interface CodecServer {
   close(): Promise<void>;
 }
 
-/** Bodies larger than this are refused (413); Temporal's own payload limit is 2 MiB each. */
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
+/**
+ * Requests read or decoded at once; more get 503. A browser opens at most 6 connections to a
+ * server, so a few Web UI tabs fit; at 4 MiB each the server's memory stays in the hundreds of MiB.
+ */
+export const MAX_CONCURRENT = 16;
+/** A client that sends its headers or body slower than this is cut off (408), freeing its slot. */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+/** How long a client refused mid-body has to read the answer before its connection is dropped. */
+const LINGER_MS = 2_000;
 const ALLOW_HEADERS = 'Content-Type, X-Namespace, Authorization, Authorization-Extras';
 
 export function fromJSON(p: JSONPayload): Payload {
@@ -57,26 +71,11 @@ export function toJSON(p: Payload): JSONPayload {
   return p.data == null ? { metadata } : { metadata, data: Buffer.from(p.data).toString('base64') };
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 async function readBody(req: IncomingMessage): Promise<JSONPayload[]> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, `body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk as Buffer);
-  }
+  const raw = await readLimitedBody(req);
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    body = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new HttpError(400, 'body is not JSON');
   }
@@ -85,14 +84,32 @@ async function readBody(req: IncomingMessage): Promise<JSONPayload[]> {
   return payloads as JSONPayload[];
 }
 
-/** Decode each payload on its own: one the codec cannot open is returned unchanged. */
-async function decodeEach(codec: PayloadCodec, payloads: Payload[]): Promise<Payload[]> {
-  return Promise.all(payloads.map(async (p) => (await codec.decode([p]).catch(() => [p]))[0] ?? p));
+/** Decode each payload on its own, in order: one the codec cannot open is returned unchanged. */
+async function decodeEach(codec: PayloadCodec, payloads: Payload[], context: SerializationContext | undefined): Promise<Payload[]> {
+  const out: Payload[] = [];
+  for (const p of payloads) out.push((await codec.decode([p], context).catch(() => [p]))[0] ?? p);
+  return out;
+}
+
+/**
+ * The rest of a refused body is not read: the answer goes out, the connection is half-closed and
+ * dropped LINGER_MS later. Not closed at once: closing a socket with unread data makes the kernel
+ * reset the connection, and a client still sending then loses the answer it has not read yet.
+ */
+function leaveUnread(req: IncomingMessage, res: ServerResponse): void {
+  req.pause();
+  // Node reads on (and discards) a body nobody listened to; a listener, paused, stops that.
+  req.on('data', () => undefined).pause();
+  res.once('finish', () => {
+    req.socket.end();
+    setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+  });
 }
 
 export async function startCodecServer(o: CodecServerOptions): Promise<CodecServer> {
   const allowed = new Set(o.allowOrigins ?? []);
   const host = o.host ?? '127.0.0.1';
+  let active = 0;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const origin = req.headers.origin;
@@ -112,9 +129,17 @@ export async function startCodecServer(o: CodecServerOptions): Promise<CodecServ
     }
     if (op !== 'encode' && op !== 'decode') throw new HttpError(404, 'not found: POST …/encode or …/decode');
     if (req.method !== 'POST') throw new HttpError(405, `${req.method} not allowed: POST …/${op}`);
-    const payloads = (await readBody(req)).map(fromJSON);
-    const out = op === 'encode' ? await o.codec.encode(payloads) : await decodeEach(o.codec, payloads);
-    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJSON) }));
+    if (active >= MAX_CONCURRENT) throw new HttpError(503, `busy: ${MAX_CONCURRENT} requests already in progress`);
+    active++;
+    try {
+      const payloads = (await readBody(req)).map(fromJSON);
+      const namespace = req.headers['x-namespace'];
+      const context: SerializationContext | undefined = typeof namespace === 'string' && namespace !== '' ? { type: 'workflow', namespace, workflowId: '' } : undefined;
+      const out = op === 'encode' ? await o.codec.encode(payloads, context) : await decodeEach(o.codec, payloads, context);
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJSON) }));
+    } finally {
+      active--;
+    }
   }
 
   const server = createServer((req, res) => {
@@ -122,10 +147,13 @@ export async function startCodecServer(o: CodecServerOptions): Promise<CodecServ
       const status = err instanceof HttpError ? err.status : 500;
       const message = err instanceof Error ? err.message : String(err);
       if (status === 500) o.onError?.(`${req.method} ${req.url}: ${message}`);
-      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'text/plain' });
+      if (!req.readableEnded) leaveUnread(req, res);
+      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'text/plain', ...(status === 503 ? { 'Retry-After': '1' } : {}) });
       res.end(`${message}\n`);
     });
   });
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port ?? 8081, host, () => {

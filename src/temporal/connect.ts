@@ -7,9 +7,11 @@
 import { readFile } from 'node:fs/promises';
 import { Connection, type TLSConfig } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import type { ConnectionOptions } from '../cli/connection-options';
 import { explained } from './refusal';
 import { withRetry } from './retry';
+import type { ConnectionConfig, ConnectionOptions } from './types';
+
+export type { ConnectionConfig } from './types';
 
 /** How long to wait for Temporal, and how the user changes it (named in the give-up line). */
 export interface Wait {
@@ -21,14 +23,6 @@ export interface Wait {
 
 /** Each connection attempt's own bound; the `Wait` bounds them all. */
 const ATTEMPT_TIMEOUT_MS = 3_000;
-
-/** What both `Connection.connect` and `NativeConnection.connect` take. */
-export interface ConnectionConfig {
-  address: string;
-  /** `false` turns TLS off even with an API key; absent means plaintext unless an API key is set. */
-  tls?: TLSConfig | false;
-  apiKey?: string;
-}
 
 async function readPem(path: string, what: string): Promise<Buffer> {
   try {

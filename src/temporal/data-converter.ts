@@ -6,9 +6,9 @@
  */
 import type { DataConverter } from '@temporalio/common';
 import { readFile } from 'node:fs/promises';
-import type { ConnectionOptions } from '../cli/connection-options';
-import { UsageError } from '../cli/errors';
-import { keyId, SealingCodec, type SealedPayloadError, type SealingKey } from './sealing';
+import { UsageError } from '../config/errors';
+import type { ConnectionOptions } from './types';
+import { keyId, SealingCodec, type RefusedPayloadError, type SealedPayloadError, type SealingKey } from './sealing';
 
 const KEY_BYTES = 32;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -37,26 +37,50 @@ export async function readSealingKeys(opts: Pick<ConnectionOptions, 'encryptionK
   return Promise.all(files.paths.map((p) => readSealingKey(p, files.from)));
 }
 
+/** What a DataConverter's codec is told besides its keys (see SealingOptions). */
+export type SealingSettings = Pick<ConnectionOptions, 'encryptionKeyFiles'> & Partial<Pick<ConnectionOptions, 'namespace' | 'acceptUnsealed'>>;
+
+/** The options of a worker process's codec: refused payloads become stand-ins, and are logged. */
+function workerOptions(onForeignKey?: (err: SealedPayloadError) => void) {
+  const onRefused = (err: RefusedPayloadError) => console.error(`telastic: ${err.message}`);
+  return { standIn: true, onForeignKey, onRefused };
+}
+
 /**
  * The DataConverter for these keys. `onForeignKey` hears a payload this process cannot unseal;
- * workers pass one that stops the process (see SealingCodec).
+ * workers pass one that stops the process, and `standIn` (see SealingCodec).
  */
-export function telasticDataConverter(keys: readonly SealingKey[], onForeignKey?: (err: SealedPayloadError) => void): DataConverter {
-  const codec = new SealingCodec(keys, onForeignKey);
+export function telasticDataConverter(keys: readonly SealingKey[], opts: ConstructorParameters<typeof SealingCodec>[1] = {}): DataConverter {
+  const codec = new SealingCodec(keys, opts);
   return keys.length > 0 ? { payloadCodecs: [codec], failureConverterPath: require.resolve('./failure-converter-sealed') } : { payloadCodecs: [codec] };
 }
 
-/** Read the key files `opts` names and build the DataConverter (a bad key file: UsageError). */
-export async function dataConverterFor(opts: Pick<ConnectionOptions, 'encryptionKeyFiles'>, onForeignKey?: (err: SealedPayloadError) => void): Promise<DataConverter> {
-  return telasticDataConverter(await readSealingKeys(opts), onForeignKey);
+/** A worker process's DataConverter (a controller's, `telastic dev`'s): refused payloads become stand-ins. */
+export function workerDataConverter(keys: readonly SealingKey[], settings: Omit<SealingSettings, 'encryptionKeyFiles'>, onForeignKey?: (err: SealedPayloadError) => void): DataConverter {
+  return telasticDataConverter(keys, { namespace: settings.namespace, acceptUnsealed: settings.acceptUnsealed, ...workerOptions(onForeignKey) });
+}
+
+/** Read the key files `opts` names and build a client's DataConverter (a bad key file: UsageError). */
+export async function dataConverterFor(opts: SealingSettings): Promise<DataConverter> {
+  return telasticDataConverter(await readSealingKeys(opts), { namespace: opts.namespace, acceptUnsealed: opts.acceptUnsealed });
 }
 
 /**
  * For the TypeScript API: the DataConverter for these key files (the first seals), the same as
  * the CLI's with TELASTIC_ENCRYPTION_KEY_FILE. Pass it as `dataConverter` in ClientOptions.
+ * Payloads that are not sealed are refused unless `acceptUnsealed`; seals bind the client's
+ * namespace.
  */
-export async function sealedDataConverter(keyFiles: readonly string[]): Promise<DataConverter> {
-  return dataConverterFor({ encryptionKeyFiles: { paths: [...keyFiles], from: 'key file' } });
+export async function sealedDataConverter(keyFiles: readonly string[], opts: { acceptUnsealed?: boolean } = {}): Promise<DataConverter> {
+  return dataConverterFor({ encryptionKeyFiles: { paths: [...keyFiles], from: 'key file' }, acceptUnsealed: opts.acceptUnsealed });
+}
+
+/**
+ * The identity a worker or client of this process shows in every history event it causes: the
+ * SDK's default names the host (`pid@host`), which a sealed job's history must not give away.
+ */
+export function sealedIdentity(dc: DataConverter | undefined, name: string): string | undefined {
+  return isSealing(dc) ? name : undefined;
 }
 
 /** Whether a DataConverter from this module seals (its workers need the sealed workflow bundle). */
@@ -77,10 +101,10 @@ export interface Sealing {
   unsealable: Promise<SealedPayloadError>;
 }
 
-/** Read the key files `opts` names and build the process's Sealing (a bad key file: UsageError). */
-export async function sealingFor(opts: Pick<ConnectionOptions, 'encryptionKeyFiles'>): Promise<Sealing> {
+/** Read the key files `opts` names and build the worker process's Sealing (a bad key file: UsageError). */
+export async function sealingFor(opts: SealingSettings): Promise<Sealing> {
   let heard: ((err: SealedPayloadError) => void) | undefined;
   const unsealable = new Promise<SealedPayloadError>((resolve) => (heard = resolve));
   const keys = await readSealingKeys(opts);
-  return { dataConverter: telasticDataConverter(keys, (err) => heard?.(err)), keys, unsealable };
+  return { dataConverter: workerDataConverter(keys, opts, (err) => heard?.(err)), keys, unsealable };
 }

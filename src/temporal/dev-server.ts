@@ -2,7 +2,7 @@
  * Runs the `temporal server start-dev` process: the real Temporal server (SQLite or in-memory)
  * that `telastic dev`, `telastic run --standalone` and the test suite use.
  *
- * The server is started with telastic's search attributes registered and the version check off
+ * The server is started with telastic's search attributes registered (unless told not to) and the version check off
  * (no network here). It is spawned under `setpriv --pdeathsig TERM` where util-linux has it, so
  * it dies with its parent even when the parent is SIGKILLed, and in its own process group, so a
  * terminal's Ctrl-C reaches only the parent, which stops its workers before the server.
@@ -47,6 +47,11 @@ export interface DevServerOptions {
    * limits lowered far below a job's size to show the job stays inside them.
    */
   dynamicConfig?: Record<string, string | number | boolean>;
+  /**
+   * Register telastic's search attributes at start (and wait for them). false: a bare server,
+   * like a production cluster before `telastic setup`. @default true
+   */
+  searchAttributes?: boolean;
 }
 
 export interface DevServer {
@@ -99,11 +104,20 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     '--namespace', namespace, '--log-level', opts.logLevel ?? 'warn',
     '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
     ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
-    ...searchAttributeFlags(),
+    ...(opts.searchAttributes === false ? [] : searchAttributeFlags()),
   ];
   const withPdeathsig = existsSync(SETPRIV);
   const command = withPdeathsig ? [SETPRIV, '--pdeathsig', 'TERM', '--', cli, ...args] : [cli, ...args];
-  const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: withPdeathsig });
+  // Umask 077: the database holds every history (plain without a key), for this user only.
+  // Set around the spawn only, which forks at once (a file libuv's threads create meanwhile
+  // would come out 0600 rather than 0644: stricter, never looser).
+  const umask = process.umask(0o077);
+  let child;
+  try {
+    child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: withPdeathsig });
+  } finally {
+    process.umask(umask);
+  }
 
   const tail: string[] = [];
   let partial = '';
@@ -143,7 +157,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
           `temporal dev server did not answer on ${address} within ${opts.startTimeoutMs ?? 60_000} ms`,
           address, null, null, true, stderrTail());
       }
-      if ((await isListening(ip, port)) && (await answers(conn, namespace))) break;
+      if ((await isListening(ip, port)) && (await answers(conn, namespace, opts.searchAttributes !== false))) break;
       await sleep(200);
     }
   } finally {
@@ -168,13 +182,13 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
   };
 }
 
-/** True once the frontend serves the namespace with telastic's search attributes registered. */
-async function answers(conn: Connection, namespace: string): Promise<boolean> {
+/** True once the frontend serves the namespace (with telastic's search attributes registered, when `withAttributes`). */
+async function answers(conn: Connection, namespace: string, withAttributes: boolean): Promise<boolean> {
   try {
     await conn.withDeadline(Date.now() + 2_000, () => conn.workflowService.getSystemInfo({}));
     await conn.withDeadline(Date.now() + 2_000, () => conn.workflowService.describeNamespace({ namespace }));
   } catch {
     return false;
   }
-  return hasSearchAttributes(conn, namespace);
+  return !withAttributes || hasSearchAttributes(conn, namespace);
 }

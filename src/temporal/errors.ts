@@ -85,7 +85,7 @@ export class NamespaceMissingError extends Error {
     public readonly namespace: string,
     public readonly address: string,
   ) {
-    super(`namespace ${namespace} does not exist on Temporal at ${address} (create it with: temporal operator namespace create ${namespace})`);
+    super(`namespace ${namespace} does not exist on Temporal at ${address} (create it with: temporal operator namespace create --namespace ${namespace})`);
   }
 }
 

@@ -1,17 +1,6 @@
 /** Checks that a Temporal frontend is ready for telastic. */
 import type { Connection } from '@temporalio/client';
-import { TELASTIC_SEARCH_ATTRIBUTES } from './search-attributes';
-
-/** temporal.api.enums.v1.IndexedValueType numbers (fixed by the API protos) for each SDK type. */
-const INDEXED_VALUE_TYPE: Record<string, number> = {
-  TEXT: 1,
-  KEYWORD: 2,
-  INT: 3,
-  DOUBLE: 4,
-  BOOL: 5,
-  DATETIME: 6,
-  KEYWORD_LIST: 7,
-};
+import { INDEXED_VALUE_TYPE, TELASTIC_SEARCH_ATTRIBUTES } from './search-attributes';
 
 /**
  * True when all of telastic's custom search attributes are registered in `namespace` with

@@ -21,7 +21,7 @@
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { classify } from './classify';
-import type { ConnectionConfig } from './connect';
+import type { ConnectionConfig } from './types';
 import { TemporalRefusedError } from './errors';
 
 /** How long our own handshake may take; past it we cannot tell, and the caller waits as before. */

@@ -1,8 +1,8 @@
 /**
  * telastic's custom search attributes: what the Temporal Web UI's workflow list shows and
  * filters on (`TelasticState = "running"`). The job workflow upserts them; the dev server
- * registers them at start (`--search-attribute Name=Type`); a production cluster needs them
- * registered once with `temporal operator search-attribute create`.
+ * registers them at start (`--search-attribute Name=Type`); any other Temporal needs them
+ * registered once per namespace with `telastic setup` (src/temporal/namespace-setup.ts).
  *
  * Pure module (only @temporalio/common): workflow code imports it.
  */
@@ -26,7 +26,7 @@ export const TELASTIC_SEARCH_ATTRIBUTES = [
 ] as const;
 
 /** The `temporal` CLI's spelling of each SDK type (`--search-attribute Name=Keyword`). */
-const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
+export const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
   TEXT: 'Text',
   KEYWORD: 'Keyword',
   INT: 'Int',
@@ -43,3 +43,14 @@ export function searchAttributeFlags(): string[] {
     `${key.name}=${CLI_TYPE_NAMES[key.type]}`,
   ]);
 }
+
+/** temporal.api.enums.v1.IndexedValueType numbers (fixed by the API protos) for each SDK type. */
+export const INDEXED_VALUE_TYPE: Record<SearchAttributeType, number> = {
+  TEXT: 1,
+  KEYWORD: 2,
+  INT: 3,
+  DOUBLE: 4,
+  BOOL: 5,
+  DATETIME: 6,
+  KEYWORD_LIST: 7,
+};

@@ -2,21 +2,47 @@
  * Temporal workers of telastic. Timing options are set deliberately: they add straight to the
  * time it takes to notice a failure and recover from it.
  */
-import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { existsSync } from 'node:fs';
+import { ApplicationFailure, type DataConverter } from '@temporalio/common';
+import { NativeConnection, Worker, bundleWorkflowCode, type ActivityInterceptors } from '@temporalio/worker';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { log } from '../log';
 import { isSealing } from './data-converter';
+import { claimCurrentVersion, versionName, workerVersion } from './deployment';
+import { refusalOf } from './refused-payload';
+
+/**
+ * An activity whose input the codec refused (unsealed, sealed for another namespace: sealing.ts)
+ * fails before it runs, non-retryably, with the codec's line: nothing on the node is touched.
+ */
+export function refuseRefusedInput(): ActivityInterceptors {
+  return {
+    inbound: {
+      async execute(input, next) {
+        for (const arg of input.args) {
+          const refused = refusalOf(arg);
+          if (refused !== null) throw ApplicationFailure.nonRetryable(refused, 'RefusedPayload');
+        }
+        return next(input);
+      },
+    },
+  };
+}
 
 /**
  * Prebundled workflow code (npm run build); tests running from sources bundle on the fly (with
  * the DataConverter's failure converter). A sealing worker needs the bundle whose failure
  * converter seals failure messages (workflow-bundle-sealed.js).
  */
-function workflowSource(dataConverter: DataConverter | undefined): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+async function workflowCode(dataConverter: DataConverter | undefined): Promise<string> {
   const codePath = path.join(__dirname, '..', '..', isSealing(dataConverter) ? 'workflow-bundle-sealed.js' : 'workflow-bundle.js');
-  if (existsSync(codePath) && __filename.endsWith('.js')) return { workflowBundle: { codePath } };
-  return { workflowsPath: require.resolve('../../workflows') };
+  if (existsSync(codePath) && __filename.endsWith('.js')) return readFileSync(codePath, 'utf8');
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    failureConverterPath: dataConverter?.failureConverterPath,
+    payloadConverterPath: dataConverter?.payloadConverterPath,
+  });
+  return code;
 }
 
 export const TIMING = {
@@ -27,6 +53,9 @@ export const TIMING = {
   defaultHeartbeatThrottleInterval: '1s',
 } as const;
 
+/** How long a control worker may take to find out (and set) its deployment's current build. */
+const CLAIM_MS = 15_000;
+
 export async function createControlWorker(
   connection: NativeConnection,
   namespace: string,
@@ -34,15 +63,33 @@ export async function createControlWorker(
   identity?: string,
   dataConverter?: DataConverter,
 ): Promise<Worker> {
-  return Worker.create({
+  // The code is read first: the build id is its hash (src/temporal/deployment.ts).
+  const code = await workflowCode(dataConverter);
+  const version = workerVersion(taskQueue, code);
+  const worker = await Worker.create({
     connection,
     namespace,
     taskQueue,
     identity,
     dataConverter,
-    ...workflowSource(dataConverter),
+    workflowBundle: { code },
+    // Pinned: a job's history is only ever replayed by the code that wrote it; it moves to a
+    // newer build by continuing as new (workflows/upgrade.ts, docs/upgrading.md).
+    workerDeploymentOptions: { useWorkerVersioning: true, version, defaultVersioningBehavior: 'PINNED' },
     stickyQueueScheduleToStartTimeout: TIMING.stickyQueueScheduleToStartTimeout,
   });
+  // Bounded: a loaded or stopping server must not hold the worker's start (and `telastic dev`'s
+  // Ctrl-C behind it). A build that could not claim says how to make it current by hand.
+  const makeCurrent = `temporal worker deployment set-current-version --deployment-name ${version.deploymentName} --build-id ${version.buildId}`;
+  const claim = await connection
+    .withDeadline(Date.now() + CLAIM_MS, () => claimCurrentVersion(connection.workflowService, namespace, taskQueue, version))
+    .catch((err: Error) => void log.warn({ version: versionName(version), error: err.message }, `could not check which build of the deployment is current; if new jobs do not start, make this one current: ${makeCurrent}`));
+  if (!claim) return worker;
+  if (claim.made === 'current') log.info({ version: versionName(version), previous: claim.previous }, 'this build is now the current version of its deployment');
+  else if (claim.current !== versionName(version)) {
+    log.warn({ version: versionName(version), current: claim.current }, `new jobs run on the current build; make this one current: ${makeCurrent}`);
+  }
+  return worker;
 }
 
 export async function createNodeWorker(
@@ -60,6 +107,7 @@ export async function createNodeWorker(
     identity,
     dataConverter,
     activities,
+    interceptors: { activity: [refuseRefusedInput] },
     // Two long polls per node, not the SDK's default of about 10: a node runs at most a prepare, a
     // runWorkers and a checkpoint lookup at once, and one frontend serves 1,200 polls per API
     // (10 per node stopped a 256-node job from forming, docs/scale.md).

@@ -4,6 +4,7 @@
  * results and stops as with real processes. No process is started here.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { ActivityCancellationDetails } from '@temporalio/common';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,12 +42,16 @@ function fakeGroup() {
   return { startGroup, started, stops, end: (r: GroupResult) => end(r) };
 }
 
-function activities(startGroup: ReturnType<typeof fakeGroup>['startGroup']) {
+function activities(startGroup: ReturnType<typeof fakeGroup>['startGroup'], adoptionWindowMs?: number) {
   return createNodeActivities({
     nodeId: 'n1', entrypoint: { script: 'train.py', args: ['--lr', '0.1'], module: false, noPython: false }, bindAddress: '127.0.0.1',
-    output: { redirects: 0, tee: 0 }, shutdownTimeoutMs: 1000, baseEnv: { PATH: '/usr/bin' }, runDir, log: pino({ level: 'silent' }), startGroup,
+    output: { redirects: 0, tee: 0 }, shutdownTimeoutMs: 1000, baseEnv: { PATH: '/usr/bin' }, runDir, log: pino({ level: 'silent' }), startGroup, adoptionWindowMs,
   });
 }
+
+/** How the SDK cancels an activity whose workflow run has closed (its heartbeat found no run). */
+const runClosed = (env: MockActivityEnvironment) => env.cancel('NOT_FOUND', new ActivityCancellationDetails({ notFound: true }));
+const tick = (ms = 50) => new Promise((r) => setTimeout(r, ms));
 
 describe('createNodeActivities with an injected startGroup', () => {
   it('starts the given group with the torchrun workers, heartbeats at the job interval, returns its result', async () => {
@@ -103,4 +108,63 @@ describe('createNodeActivities with an injected startGroup', () => {
     await running;
     await expect(signal(2)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
   });
+
+  it('a run that closed mid-round leaves its workers to the next run, which adopts them and gets their result', async () => {
+    const g = fakeGroup();
+    const node = activities(g.startGroup, 5_000);
+    const old = new MockActivityEnvironment();
+    const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
+    await tick();
+    // The next run's runWorkers may reach the node before the old one hears its run closed.
+    const next = new MockActivityEnvironment().run(node.activities.runWorkers, assignment);
+    await tick();
+    runClosed(old);
+    expect(String(await first)).toMatch(/NOT_FOUND/);
+    await tick();
+    expect(g.started).toHaveLength(1);
+    expect(g.stops).toEqual([]);
+    g.end({ state: 'succeeded', exits: [] });
+    await expect(next).resolves.toEqual({ state: 'succeeded' });
+    // A run adopting a round that already ended gets its result, not new workers.
+    await expect(new MockActivityEnvironment().run(node.activities.runWorkers, assignment)).resolves.toEqual({ state: 'succeeded' });
+    expect(g.started).toHaveLength(1);
+  });
+
+  it('workers nobody adopts within the window are stopped, and a run adopting them then hears they were stopped', async () => {
+    const g = fakeGroup();
+    const node = activities(g.startGroup, 200);
+    const old = new MockActivityEnvironment();
+    const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
+    await tick();
+    runClosed(old);
+    await first;
+    expect(g.stops).toEqual([]);
+    await tick(400);
+    expect(g.stops).toEqual(['not adopted within 0.2s']);
+    // Adopting a stopped group reports it stopped (the job then counts the node lost and restarts).
+    await expect(new MockActivityEnvironment().run(node.activities.runWorkers, assignment)).rejects.toThrow(/were stopped: not adopted/);
+  });
 });
+
+describe('a pool agent (checkLaunch injected)', () => {
+  it('starts the script by the path its check resolved, with the submitted env but without the agent\'s credentials', async () => {
+    const g = fakeGroup();
+    const node = createNodeActivities({
+      nodeId: 'n1', bindAddress: '127.0.0.1', output: { redirects: 0, tee: 0 }, shutdownTimeoutMs: 1000, runDir, log: pino({ level: 'silent' }), startGroup: g.startGroup,
+      baseEnv: { PATH: '/usr/bin', TEMPORAL_API_KEY: 'sk', TEMPORAL_NAMESPACE: 'ns', TELASTIC_ENCRYPTION_KEY_FILE: '/k' },
+      checkLaunch: async (l) => ({ refused: null, launch: { ...l, entrypoint: { ...l.entrypoint, script: '/real/train.py' } }, passEnv: ['TEMPORAL_NAMESPACE'] }),
+    });
+    const launch = { entrypoint: { script: '/link/train.py', args: [], module: false, noPython: false }, env: { SEED: '1' } };
+    const result = new MockActivityEnvironment().run(node.activities.runWorkers, { ...assignment, launch });
+    await waitUntil(() => g.started.length === 1);
+    const [w] = g.started[0].workers;
+    expect(w.args).toEqual(['-u', '/real/train.py']);
+    expect(Object.keys(w.env).filter((k) => k.startsWith('TEMPORAL_') || k === 'SEED' || k === 'PATH' || k.endsWith('KEY_FILE')).sort()).toEqual(['PATH', 'SEED', 'TEMPORAL_NAMESPACE']);
+    g.end({ state: 'succeeded', exits: [] });
+    await expect(result).resolves.toEqual({ state: 'succeeded' });
+  });
+});
+
+async function waitUntil(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !cond(); i++) await tick(20);
+}

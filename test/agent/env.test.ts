@@ -1,5 +1,5 @@
 /** The torchrun contract of one worker: environment and command line. */
-import { buildCommand, buildWorkerEnv, resolvePythonExec } from '../../src/agent/env';
+import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec } from '../../src/agent/env';
 import type { RoundAssignment } from '../../src/job/assignment';
 
 /** Node B of a 2 nodes × 2 procs job: group rank 1, so its local ranks are global ranks 2 and 3. */
@@ -17,6 +17,7 @@ const nodeB: RoundAssignment = {
   masterPort: 29500,
   restartCount: 1,
   maxRestarts: 3,
+  heartbeatIntervalMs: 1000,
 };
 const base = { PATH: '/usr/bin:/bin', HOME: '/home/u', UNSET: undefined };
 
@@ -128,5 +129,20 @@ describe('resolvePythonExec', () => {
     expect(resolvePythonExec({ PYTHON_EXEC: '/opt/py/bin/python' })).toBe('/opt/py/bin/python');
     expect(resolvePythonExec({ PYTHON_EXEC: '' })).toBe('python3');
     expect(resolvePythonExec({})).toBe('python3');
+  });
+});
+
+describe('poolWorkerBaseEnv: a pool agent keeps its own credentials from its workers', () => {
+  const agentEnv = {
+    PATH: '/usr/bin', WANDB_API_KEY: 'w', PYTHONPATH: '/opt/lib', TEMPORAL_API_KEY: 'sk', TEMPORAL_ADDRESS: 'a:1', TEMPORAL_TLS_KEY: '/k.pem',
+    TELASTIC_ENCRYPTION_KEY_FILE: '/seal.key', TELASTIC_LEDGER: 'postgres://u:p@h/db', PGPASSWORD: 'p', UNSET: undefined,
+  };
+
+  it('drops TEMPORAL_*, TELASTIC_* and the ledger password; keeps the rest of the operator\'s environment', () => {
+    expect(poolWorkerBaseEnv(agentEnv, [])).toEqual({ PATH: '/usr/bin', WANDB_API_KEY: 'w', PYTHONPATH: '/opt/lib' });
+  });
+
+  it('keeps exactly the names --pass-env gives', () => {
+    expect(poolWorkerBaseEnv(agentEnv, ['TEMPORAL_ADDRESS', 'NOT_SET'])).toEqual({ PATH: '/usr/bin', WANDB_API_KEY: 'w', PYTHONPATH: '/opt/lib', TEMPORAL_ADDRESS: 'a:1' });
   });
 });

@@ -29,19 +29,21 @@ async function fill(n: number, bad = 0): Promise<void> {
   }
 }
 
-it('reports the latest checkpoint and what was skipped, and prunes nothing without keep', async () => {
+it('without keep: the latest checkpoint and what was skipped above it, nothing older read, nothing pruned', async () => {
   await fill(3, 1);
+  await writeFile(path.join(dir, 'broken_9.safetensors'), '');
   const log = recordingLog();
   const report = await createCheckpointActivities({ log }).findCheckpoint({ jobId: 'job1', dir });
   expect(report).toEqual({
     latest: { path: path.join(dir, 'ckpt_3.safetensors'), step: 3, time: expect.any(String), kind: 'file' },
-    skipped: [{ path: path.join(dir, 'broken_1.safetensors'), step: 1, reason: 'empty file', time: expect.any(String) }],
+    // broken_1 is older than ckpt_3: a lookup that stops at the newest never reads it.
+    skipped: [{ path: path.join(dir, 'broken_9.safetensors'), step: 9, reason: 'empty file', time: expect.any(String) }],
     skippedTotal: 1,
     pruned: [],
     prunedTotal: 0,
   });
   expect(log.lines).toEqual(['warn checkpoint skipped empty file', 'info checkpoint found']);
-  expect(await readdir(dir)).toHaveLength(4);
+  expect(await readdir(dir)).toHaveLength(5);
 });
 
 it('prunes to keep and caps both lists for the workflow history', async () => {

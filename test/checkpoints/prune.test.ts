@@ -93,6 +93,23 @@ describe('pruneCheckpoints', () => {
     expect((await findCheckpoints(dir)).skipped).toHaveLength(1);
   });
 
+  it('removes only what is named like a checkpoint: old notes, documents and dotfiles beside them stay', async () => {
+    const theirs = ['notes', 'report.pdf', '.bashrc', 'model-final', 'video.partial', 'tmpab12cd34', 'thesis2024.docx'];
+    for (const f of theirs) {
+      await writeFile(path.join(dir, f), 'theirs');
+      await age(path.join(dir, f), 2 * 86_400);
+    }
+    await place(model, path.join(dir, 'ckpt_00000001.pt'), 86_400);
+    await writeFile(path.join(dir, 'step-2'), 'w');
+    await age(path.join(dir, 'step-2'), 3600);
+    await writeFile(path.join(dir, '.ckpt_00000003.pt.XyZ12'), 'half');
+    await age(path.join(dir, '.ckpt_00000003.pt.XyZ12'), 3600);
+    await place(model, path.join(dir, 'ckpt_00000004.pt'));
+    const { removed } = await pruneCheckpoints(dir, 1);
+    expect(removed.map((p) => path.basename(p)).sort()).toEqual(['.ckpt_00000003.pt.XyZ12', 'ckpt_00000001.pt', 'step-2']);
+    expect((await readdir(dir)).sort()).toEqual([...theirs, 'ckpt_00000004.pt'].sort());
+  });
+
   it('rejects keep 0 before touching anything', async () => {
     await place(model, path.join(dir, 'ckpt_1.pt'));
     await expect(pruneCheckpoints(dir, 0)).rejects.toBeInstanceOf(InvalidKeepError);

@@ -1,8 +1,8 @@
 /** findCheckpoints on files written the way train.py writes them (src/checkpoints/scan.ts). */
-import { mkdir, rename, symlink, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CheckpointDirError, findCheckpoints } from '../../src/checkpoints';
-import { age, makeFixtures, place, placeTruncated, removeDir, tempDir, } from './helpers';
+import { CheckpointDirError, findCheckpoints, findLatestCheckpoint } from '../../src/checkpoints';
+import { age, makeFixtures, manifestDir, place, placeTruncated, removeDir, tempDir } from './helpers';
 
 const fx = makeFixtures();
 const made = fx.torch ? 'torch.save' : 'zipfile (no torch in .venv)';
@@ -75,8 +75,8 @@ describe('temporary files', () => {
   });
 
   it('takes the staleness limit as an option', async () => {
-    await writeFile(path.join(dir, 'x.tmp'), 'half');
-    await age(path.join(dir, 'x.tmp'), 30);
+    await writeFile(path.join(dir, 'ckpt_9.pt.tmp'), 'half');
+    await age(path.join(dir, 'ckpt_9.pt.tmp'), 30);
     expect((await findCheckpoints(dir, { staleTempMs: 10_000 })).skipped).toHaveLength(1);
   });
 });
@@ -151,5 +151,39 @@ describe('what is not a checkpoint', () => {
     await place(model(), path.join(dir, 'ckpt_1.pt'));
     const scan = await findCheckpoints(path.relative(process.cwd(), dir));
     expect(scan.latest?.path).toBe(path.join(dir, 'ckpt_1.pt'));
+  });
+});
+
+describe('findLatestCheckpoint', () => {
+  it('stops at the newest complete one: older broken entries are not read, newer ones are reported', async () => {
+    await placeTruncated(model(), path.join(dir, 'ckpt_00000010.pt'));
+    await place(model(), path.join(dir, 'ckpt_00000020.pt'));
+    await writeFile(path.join(dir, 'ckpt_00000030.pt'), '');
+    const latest = await findLatestCheckpoint(dir);
+    expect(latest.latest?.path).toBe(path.join(dir, 'ckpt_00000020.pt'));
+    expect(latest.skipped.map((s) => [s.step, s.reason])).toEqual([[30, 'empty file']]);
+    expect((await findCheckpoints(dir)).skipped.map((s) => s.step)).toEqual([30, 10]);
+  });
+
+  it("ranks a directory by its manifest's step, whatever its name promises", async () => {
+    await place(model(), path.join(dir, 'ckpt_00000200.pt'));
+    await manifestDir(path.join(dir, 'final'), { 'w.bin': 'w' }, { files: [{ path: 'w.bin', size: 1 }], step: 500 });
+    await manifestDir(path.join(dir, 'ckpt-3'), { 'w.bin': 'w' }, { files: [{ path: 'w.bin', size: 1 }], step: 400 });
+    expect((await findLatestCheckpoint(dir)).latest).toMatchObject({ path: path.join(dir, 'final'), step: 500, kind: 'manifest' });
+    await rm(path.join(dir, 'final', 'w.bin'));
+    expect((await findLatestCheckpoint(dir)).latest).toMatchObject({ path: path.join(dir, 'ckpt-3'), step: 400 });
+  });
+
+  it('reads every entry of the newest step, as their times break the tie', async () => {
+    await place(model(), path.join(dir, 'a-step-3.pt'), 100);
+    await place(model(), path.join(dir, 'b-step-3.pt'), 50);
+    await place(model(), path.join(dir, 'c-step-3.pt'), 200);
+    expect((await findLatestCheckpoint(dir)).latest?.path).toBe(path.join(dir, 'b-step-3.pt'));
+  });
+
+  it('gives nothing for a missing directory, and throws CheckpointDirError for a file', async () => {
+    expect(await findLatestCheckpoint(path.join(dir, 'not-yet'))).toEqual({ latest: null, skipped: [] });
+    await writeFile(path.join(dir, 'file'), 'x');
+    await expect(findLatestCheckpoint(path.join(dir, 'file'))).rejects.toMatchObject({ name: 'CheckpointDirError', code: 'ENOTDIR' });
   });
 });

@@ -25,12 +25,16 @@ describe('defaults', () => {
       nproc: 8,
       labels: {},
       allow: [],
+      allowFiles: [],
       allowEnv: [],
+      passEnv: [],
+      warnings: [],
       coordinator: false,
       taskQueue: 'telastic',
       shutdownTimeoutMs: 30_000,
       heartbeatTimeoutMs: 10_000,
       checkpointSignal: 'SIGUSR1',
+      metrics: null,
       connection: { address: 'localhost:7233', namespace: 'default' },
     });
   });
@@ -49,6 +53,7 @@ describe('flags', () => {
       '--pool=gpus', '--node-id', 'n3', '--local-addr', '10.0.0.3', '--nproc', '4', '--labels', 'zone=eu-1,rack=r/7',
       '--allow', '/opt/train', '--allow-env', 'WANDB_*,SEED', '--coordinator', '--task-queue', 'tq',
       '--shutdown-timeout', '2.5', '--heartbeat-timeout', '20', '--checkpoint-signal', 'usr2', '--address', 'tmp:7233', '-n', 'ns',
+      '--metrics-port', '9464', '--metrics-host', '127.0.0.1',
     ]);
     expect(o).toEqual({
       pool: 'gpus',
@@ -57,13 +62,17 @@ describe('flags', () => {
       nproc: 4,
       labels: { zone: 'eu-1', rack: 'r/7' },
       allow: ['/opt/train'],
+      allowFiles: [],
       allowEnv: ['WANDB_*', 'SEED'],
+      passEnv: [],
+      warnings: [],
       coordinator: true,
       taskQueue: 'tq',
       shutdownTimeoutMs: 2500,
       heartbeatTimeoutMs: 20_000,
       checkpointSignal: 'SIGUSR2',
       connection: { address: 'tmp:7233', namespace: 'ns' },
+      metrics: { port: 9464, host: '127.0.0.1', intervalMs: 5000, maxJobs: 200 },
     });
   });
 
@@ -79,6 +88,18 @@ describe('flags', () => {
 
   it('merges repeated --allow-env lists', () => {
     expect(agent(['--pool', 'p', '--allow-env', 'A,B_*', '--allow-env=C?', '--allow-env', 'A']).allowEnv).toEqual(['A', 'B_*', 'C?']);
+  });
+
+  it('takes exact files with --allow-file, made absolute, and exact names with --pass-env', () => {
+    const o = agent(['--pool', 'p', '--allow-file', '/opt/a/train.py', 'rel/run.py', '--pass-env', 'TEMPORAL_NAMESPACE,PGPASSWORD', '--pass-env=TEMPORAL_NAMESPACE']);
+    expect(o).toMatchObject({ allowFiles: ['/opt/a/train.py', path.resolve('rel/run.py')], passEnv: ['TEMPORAL_NAMESPACE', 'PGPASSWORD'] });
+  });
+
+  it('warns, in one line, when the API key is on the command line; not when it comes from TEMPORAL_API_KEY', () => {
+    expect(agent(['--pool', 'p', '--api-key', 'k']).warnings).toEqual([
+      'warning: --api-key on the command line can be read by every local user (ps, /proc/PID/cmdline); set TEMPORAL_API_KEY or use --api-key-file instead',
+    ]);
+    expect(agent(['--pool', 'p'], { TEMPORAL_API_KEY: 'k' })).toMatchObject({ warnings: [], connection: { apiKey: 'k' } });
   });
 
   it('takes an empty --labels as none', () => {
@@ -101,6 +122,8 @@ describe('bad input is one line naming the flag', () => {
     [['--pool', 'p', '--allow-env', 'A=1'], '--allow-env', '--allow-env A=1: "A=1" is not a pattern of variable names (letters, digits, _ and * ? [ ])'],
     [['--pool', 'p', '--allow', ''], '--allow', '--allow "": must not be empty'],
     [['--pool', 'p', '--allow'], '--allow', '--allow: expected a value'],
+    [['--pool', 'p', '--allow-file', ''], '--allow-file', '--allow-file "": must not be empty'],
+    [['--pool', 'p', '--pass-env', 'TEMPORAL_*'], '--pass-env', '--pass-env TEMPORAL_*: "TEMPORAL_*" is not a variable name (exact names only: letters, digits and _)'],
     [['--pool', 'p', '--shutdown-timeout', '-1'], '--shutdown-timeout', '--shutdown-timeout -1: must be a number >= 0'],
     [['--pool', 'p', '--heartbeat-timeout', '0'], '--heartbeat-timeout', '--heartbeat-timeout 0: must be a positive number'],
     [['--pool', 'p', '--checkpoint-signal', 'SIGKILL'], '--checkpoint-signal', '--checkpoint-signal SIGKILL: expected a signal a process can catch, such as SIGUSR1 or SIGUSR2'],

@@ -28,6 +28,17 @@ function message(argv: string[], env: NodeJS.ProcessEnv = {}): string {
 }
 
 describe('connection options', () => {
+  it('reads the API key from --api-key-file (beating TEMPORAL_API_KEY), without its final newline', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'telastic-apikey-'));
+    const file = join(dir, 'key');
+    writeFileSync(file, 'sk-from-file\n', { mode: 0o600 });
+    expect(compile(['--api-key-file', file], { TEMPORAL_API_KEY: 'env-key' })).toMatchObject({ apiKey: 'sk-from-file', tls: {} });
+    writeFileSync(join(dir, 'empty'), '\n');
+    expect(message(['--api-key-file', join(dir, 'empty')])).toBe(`--api-key-file ${join(dir, 'empty')}: the file is empty`);
+    expect(message(['--api-key-file', join(dir, 'nope')])).toBe(`--api-key-file ${join(dir, 'nope')}: no such file`);
+    expect(message(['--api-key', 'k', '--api-key-file', file])).toBe('--api-key and --api-key-file: give one of them');
+  });
+
   it('defaults to a plaintext localhost:7233, namespace default', () => {
     expect(compile([])).toEqual({ address: 'localhost:7233', namespace: 'default' });
     expect(compile([]).tls).toBeUndefined();

@@ -28,6 +28,7 @@ describe('defaults are torchrun\'s', () => {
       taskQueue: 'telastic',
       rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
       standalone: false,
+      metrics: null,
       maxRestarts: 0,
       monitorIntervalMs: 100,
       role: 'default',
@@ -156,6 +157,13 @@ describe('PET_* variables, and flags over them', () => {
       'PET_MASTER_ADDR 10.0.0.1 ignored: the job workflow sets MASTER_ADDR to group rank 0\'s address',
       'PET_MASTER_PORT 29500 ignored: the job workflow sets MASTER_PORT to a port group rank 0 reserved',
     ]);
+  });
+
+  it('notes that --api-key on its command line shows in ps; the variable says nothing', () => {
+    expect(run(['--api-key', 'k1', 't.py']).notes).toEqual([
+      '--api-key on the command line can be read by every local user (ps, /proc/PID/cmdline); set TEMPORAL_API_KEY or use --api-key-file instead',
+    ]);
+    expect(run(['t.py'], { TEMPORAL_API_KEY: 'k1' }).notes).toEqual([]);
   });
 
   it('rejects a PET_* switch that is not a number, as int() would', () => {

@@ -6,9 +6,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ROOT, startTelastic, stopAll, waitFor, type Agent } from '../../bench/agents';
+import { ROOT, startTelastic, stopAll, waitFor, type Agent } from '../../test-support/agents';
 import { testAddress } from '../setup/temporal';
-export { BIN, ROOT, alive, startAgent, startTelastic, stopAll, waitFor, type Agent } from '../../bench/agents';
+export { BIN, ROOT, alive, runTelastic, startAgent, startTelastic, stopAll, waitFor, type Agent } from '../../test-support/agents';
 import { getJobStatus } from '../../src/client/api';
 import { getPoolStatus } from '../../src/client/pool';
 import type { PoolState } from '../../src/pool/state';

@@ -78,4 +78,6 @@ test('a job submitted to a sealed pool runs; neither its history nor the pool\'s
     for (const secret of secrets) expect({ id, leaked: all.includes(secret) ? secret : null }).toEqual({ id, leaked: null });
     expect({ id, unsealed: unsealedPayloads(history) }).toEqual({ id, unsealed: [] });
   }
+  // Keyed processes refused no payload of their own (none the SDK or the server wrote passes unsealed).
+  for (const p of [controller, ...agents]) expect(p.output().split('\n').filter((l) => l.includes('refused'))).toEqual([]);
 });

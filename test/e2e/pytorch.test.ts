@@ -4,7 +4,7 @@
  * lines `step world_size time` come from rank 0 (--progress).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { submitJob } from '../../src/client/pool';
@@ -136,9 +136,14 @@ test('kill -9 of one node: the job shrinks, resumes from the last checkpoint and
 
 test('a third node joins mid-training: admitted, world size grows, training continues from the checkpoint', async () => {
   const j = newJob('torch-grow', 160);
-  const pair = [start(j, 'tgrow-a', '1:3'), start(j, 'tgrow-b', '1:3')];
+  // Training is held while the third node joins, so that it cannot finish first on a slow machine.
+  const hold = path.join(j.dir, 'hold');
+  const pair = [start(j, 'tgrow-a', '1:3', '--hold-while', hold), start(j, 'tgrow-b', '1:3', '--hold-while', hold)];
   await waitFor('step 45 at world size 4', () => progress(j.progress).some((l) => l.step >= 45 && l.world === 4), 120_000);
-  const third = start(j, 'tgrow-c', '1:3');
+  writeFileSync(hold, '');
+  const third = start(j, 'tgrow-c', '1:3', '--hold-while', hold);
+  await waitForRound(e2e.conn, j.job, (s) => s.worldSize === 6 && s.state === 'running', 120_000);
+  rmSync(hold);
   expect(await Promise.all([...pair, third].map((a) => a.exited))).toEqual([0, 0, 0]);
   const lines = progress(j.progress);
   expect(lines.at(-1)).toEqual({ step: 160, world: 6 });

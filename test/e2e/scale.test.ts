@@ -75,7 +75,11 @@ test('a 12-node job in groups of 4 forms, loses a node to kill -9, re-forms and 
   const desc = await client.workflow.getHandle(job).describe();
   expect(desc.runId).not.toBe(desc.raw.workflowExecutionInfo?.firstRunId);
   expect(desc.raw.workflowExecutionInfo?.firstRunId).toBeTruthy();
-  // Nothing in the job came near a limit: the server refused nothing.
-  expect(serverLog.filter((l) => /limit|exceed|RESOURCE_EXHAUSTED/i.test(l))).toEqual([]);
+  // Nothing in the job came near a limit: the server refused none of its executions. The limits
+  // are server-wide, so Temporal's own deployment workflow (temporal-sys-worker-deployment:…),
+  // which every starting agent's build registers with at once, may hit the 1-update limit; the
+  // server retries those, and they are not the job's.
+  const refused = serverLog.filter((l) => /limit|exceed|RESOURCE_EXHAUSTED/i.test(l) && !/wf-id=temporal-sys-/.test(l));
+  expect(refused).toEqual([]);
   await conn.close();
 }, 300_000);

@@ -80,6 +80,8 @@ test('a sealed job runs, leaves no script, argument or address in its history, a
   const all = texts(history).join('\n');
   for (const secret of [script, 'secret-train-script', out, 'secret-out-dir', ADDRESS]) expect(all).not.toContain(secret);
   expect(unsealedPayloads(history)).toEqual([]);
+  // The keyed agent refused no payload (none the SDK or the server wrote passes unsealed).
+  expect(a.output().split('\n').filter((l) => l.includes('refused'))).toEqual([]);
 });
 
 test('a sealed job that fails: its agent reports the root cause; its history keeps failure messages sealed', async () => {

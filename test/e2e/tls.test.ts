@@ -4,14 +4,13 @@
  * controller run a job through the proxies, every client command reaches the job through them,
  * and each way of being refused ends a command at once with one line.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { makeTestCerts, startTlsProxy, type TestCerts, type TlsProxy } from '../setup/tls-proxy';
 import { testAddress } from '../setup/temporal';
-import { BIN, FAST_RDZV, WORKER, finish, recordedPids, startAgent, startTelastic, status, stopAll, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { runTelastic as telastic, FAST_RDZV, WORKER, finish, recordedPids, startAgent, startTelastic, status, stopAll, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
 
 const KEY = 'telastic-test-key';
 const agents: Agent[] = [];
@@ -37,22 +36,6 @@ afterAll(async () => {
 
 const ca = () => ['--tls-ca-path', certs.caCert];
 const client = () => [...ca(), '--tls-cert-path', certs.clientCert, '--tls-key-path', certs.clientKey];
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** `telastic ARGS…` to its end. */
-function telastic(args: string[]): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** Lines of stderr, without Node's own warnings (which the user can turn off with NODE_NO_WARNINGS). */
 function lines(text: string): string[] {
@@ -105,7 +88,7 @@ test('each refusal ends the command at once with one line and exit 1, from both 
   const refused = (p: TlsProxy) => `telastic: cannot connect to Temporal at ${p.address}: `;
   const runRefused = (p: TlsProxy) => `telastic run: cannot connect to Temporal at ${p.address}: `;
   const run = (p: TlsProxy, flags: string[]) => ['run', '--rdzv-endpoint', p.address, '--rdzv-id', job, ...flags, WORKER, '--out', os.tmpdir()];
-  const cases: [string, string[], string][] = [
+  const cases: [string, string[], string | string[]][] = [
     // grpc-js (the client commands) and core (run, controller) each meet every refusal once.
     ['no client certificate under mTLS (grpc-js)', ['status', job, '--address', mtls.address, ...ca()], `${refused(mtls)}TLS handshake refused: the server wants a client certificate (mTLS); give --tls-cert-path and --tls-key-path`],
     ['no client certificate under mTLS (core)', ['controller', '--address', mtls.address, ...ca()], `${refused(mtls)}TLS handshake refused: the server wants a client certificate (mTLS); give --tls-cert-path and --tls-key-path`],
@@ -114,7 +97,11 @@ test('each refusal ends the command at once with one line and exit 1, from both 
     ['a server CA that does not match (grpc-js)', ['scale', job, '--max', '2', '--address', tls.address, '--tls-ca-path', certs.otherCaCert], `${refused(tls)}TLS handshake failed: the server's certificate is not trusted (unable to verify the first certificate); give its CA with --tls-ca-path`],
     ['a server CA that does not match (core)', run(tls, ['--tls-ca-path', certs.otherCaCert]), `${runRefused(tls)}TLS handshake failed: the server's certificate is not trusted (unable to verify the first certificate); give its CA with --tls-ca-path`],
     ['a wrong API key (grpc-js)', ['drain', job, 'n', '--address', keyed.address, ...client(), '--api-key', 'wrong'], `${refused(keyed)}the server refused the API key (UNAUTHENTICATED: invalid API key)`],
-    ['a wrong API key (core)', ['controller', '--address', keyed.address, ...client(), '--api-key', 'wrong'], `${refused(keyed)}the server refused the API key (UNAUTHENTICATED: invalid API key)`],
+    // A controller is long-lived too: the key on its command line is said first.
+    ['a wrong API key (core)', ['controller', '--address', keyed.address, ...client(), '--api-key', 'wrong'], [
+      'telastic controller: warning: --api-key on the command line can be read by every local user (ps, /proc/PID/cmdline); set TEMPORAL_API_KEY or use --api-key-file instead',
+      `${refused(keyed)}the server refused the API key (UNAUTHENTICATED: invalid API key)`,
+    ]],
     ['a missing API key (grpc-js)', ['status', job, '--address', keyed.address, ...client()], `${refused(keyed)}the server wants credentials (UNAUTHENTICATED: missing API key); give --api-key`],
     ['a missing API key (core)', run(keyed, client()), `${runRefused(keyed)}the server wants credentials (UNAUTHENTICATED: missing API key); give --api-key`],
     // No TLS option at all against a TLS server (Temporal Cloud without --tls): named, not waited on.
@@ -122,11 +109,15 @@ test('each refusal ends the command at once with one line and exit 1, from both 
     ['no TLS against a TLS server (core)', run(tls, []), `${runRefused(tls)}the server speaks TLS and this client does not; connect with --tls (add --tls-ca-path if its certificate is from a private CA)`],
     // The pool's two commands take the same paths: submit (grpc-js) and agent (core first).
     ['submit without a client certificate under mTLS', ['submit', '--pool', 'p', '--rdzv-id', job, '--address', mtls.address, ...ca(), WORKER], `telastic submit: cannot connect to Temporal at ${mtls.address}: TLS handshake refused: the server wants a client certificate (mTLS); give --tls-cert-path and --tls-key-path`],
-    ['agent with a wrong API key', ['agent', '--pool', 'p', '--node-id', `${job}-n`, '--allow', os.tmpdir(), '--address', keyed.address, ...client(), '--api-key', 'wrong'], `telastic agent: cannot connect to Temporal at ${keyed.address}: the server refused the API key (UNAUTHENTICATED: invalid API key)`],
+    // A long-lived agent given the key on its command line (readable in ps) also says so, first.
+    ['agent with a wrong API key', ['agent', '--pool', 'p', '--node-id', `${job}-n`, '--allow', os.tmpdir(), '--address', keyed.address, ...client(), '--api-key', 'wrong'], [
+      'telastic agent: warning: --api-key on the command line can be read by every local user (ps, /proc/PID/cmdline); set TEMPORAL_API_KEY or use --api-key-file instead',
+      `telastic agent: cannot connect to Temporal at ${keyed.address}: the server refused the API key (UNAUTHENTICATED: invalid API key)`,
+    ]],
   ];
   const results = await Promise.all(cases.map(([, args]) => telastic(args)));
   const seen = cases.map(([name], i) => ({ name, code: results[i].code, stderr: lines(results[i].stderr), stdout: results[i].stdout }));
-  expect(seen).toEqual(cases.map(([name, , line]) => ({ name, code: 1, stderr: [line], stdout: '' })));
+  expect(seen).toEqual(cases.map(([name, , line]) => ({ name, code: 1, stderr: typeof line === 'string' ? [line] : line, stdout: '' })));
   // No "waiting for Temporal" line above (it is said on the first transient failure): the first
   // attempt decided, which takes at most grpc-js's 3 s and one handshake of telastic's own. No
   // bound on the wall time here beyond execFile's 60 s: fourteen Node processes starting at once

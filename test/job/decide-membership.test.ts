@@ -118,6 +118,14 @@ describe('applyJoin', () => {
     expect(s.restarts).toBe(0);
   });
 
+  it('the same run of an agent joining again (a doubled join) changes nothing; another run is a lost node', () => {
+    const s0 = state({ round: 3, members: [node('a'), { ...node('b'), incarnation: 'run-1' }] });
+    expect(applyJoin(s0, join('b', { incarnation: 'run-1' }), 50)).toBe(s0);
+    const restarted = applyJoin(s0, join('b', { incarnation: 'run-2' }), 50);
+    expect([ids(restarted.members), ids(restarted.waiting), restarted.pendingFailure?.message]).toEqual([['a'], ['b'], 'node lost: its agent restarted and joined again']);
+    expect(restarted.waiting[0].incarnation).toBe('run-2');
+  });
+
   it('a member re-join is blamed over a worker failure it provoked on a healthy node', () => {
     const victim = workerFailure('a', 0);
     let s = state({ members: [node('a'), node('b')], pendingFailure: victim });

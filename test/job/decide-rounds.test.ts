@@ -168,12 +168,6 @@ describe('interruptReason', () => {
     expect(interruptReason(running(), parts)).toBeNull();
   });
 
-  it('stops on cancel, before anything else', () => {
-    expect(interruptReason(running({ cancelRequested: true, drains: ['a'], waiting: [node('w')] }), parts)).toBe(
-      'cancel requested',
-    );
-  });
-
   it('stops on a drain of a participant', () => {
     expect(interruptReason(running({ drains: ['b'] }), parts)).toBe('drain of b');
   });

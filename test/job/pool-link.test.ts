@@ -1,7 +1,7 @@
 import * as d from '../../src/job/decide';
 import { jobSpecSchema } from '../../src/job/spec';
 import { initialState, type JobState } from '../../src/job/state';
-import { applyGrant, dropSpares, releases } from '../../workflows/pool-link';
+import { applyGrant, dropSpares, releases } from '../../src/job/pool-link';
 
 const spec = jobSpecSchema.parse({ jobId: 'j', pool: 'p', minNodes: 1, maxNodes: 2, nprocPerNode: 2, entrypoint: { script: '/opt/t.py', args: [] } });
 const grant = (s: JobState, ...ids: string[]) => applyGrant(s, ids.map((nodeId) => ({ nodeId, address: `${nodeId}.local`, slots: 8 })), 0);

@@ -83,6 +83,9 @@ describe('classifyEnd', () => {
     ['failure: RuntimeError: CUDA out of memory', 'worker-failure'],
     ['failure: node b', 'worker-failure'],
     ['failure: node lost: its agent restarted and joined again', 'node-lost'],
+    ['failure: node b lost: no heartbeat within 10s', 'node-lost'],
+    ['failure: node host:1 lost: did not answer within 10s', 'node-lost'],
+    ['failure: node b rank 3: lost the connection', 'worker-failure'],
     ['node lost', 'node-lost'],
     ['membership change', 'membership'],
     ['drain of b', 'membership'],
@@ -108,7 +111,7 @@ describe('classifyEnd', () => {
     expect(classifyEnd(reason({ ...restarting, pendingFailure: { nodeId: 'b', rank: 1, exitCode: null, signal: 'SIGKILL', message: null, round: 1 } }))).toBe('worker-failure');
     expect(classifyEnd(reason({ ...restarting, pendingFailure: d.nodeLost(running, 'b', 'heartbeat timeout') }))).toBe('node-lost');
     expect(classifyEnd(reason({ ...restarting, round: 2 }))).toBe('membership');
-    expect(classifyEnd(reason({ ...restarting, cancelRequested: true }))).toBe('cancelled');
+    expect(classifyEnd(reason({ ...restarting, phase: 'cancelled' }))).toBe('cancelled');
     expect(classifyEnd(reason({ ...running, phase: 'succeeded' }))).toBe('succeeded');
   });
 });

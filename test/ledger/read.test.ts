@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { BIN, ROOT } from '../../bench/agents';
+import { BIN, ROOT } from '../../test-support/agents';
 import { migrate } from '../../src/ledger/migrate';
 import { nodeSummaries, releaseNode } from '../../src/ledger/nodes';
 import { jobTimeline, writeRecords, type LedgerRecord } from '../../src/ledger/store';

@@ -66,3 +66,9 @@ test('a round\'s end reason adds only what its cause\'s label does not say', () 
     ['succeeded', ''],
   ]);
 });
+
+test('a lost node\'s round end names the node (derive.ts writes `failure: node <id> lost: why`)', () => {
+  const t = job({ rounds: [round(1, 1, 0, 10, 'failure: node host:1 lost: did not answer within 5s', ['a', 'host:1']), round(2, 4, 15, 30, 'succeeded', ['a'])] }, 30);
+  const cell = /<span class="cause cause-([a-z-]+)">[^<]*<\/span> <span class="reason">([^<]*)<\/span>/.exec(render(t));
+  expect(cell?.slice(1)).toEqual(['node-lost', 'host:1: did not answer within 5s']);
+});

@@ -121,6 +121,14 @@ describe.each([
       expect((await jobTimeline(pool, 'job-2')).job?.state).toBe('succeeded');
     });
 
+    test('a roundCause replaces its ended round\'s reason once, keeping its end', async () => {
+      const records = jobRecords('job-5');
+      const cause = { kind: 'roundCause', jobId: 'job-5', seq: 13, round: 1, reason: 'failure: node b lost: heartbeat timeout', at: at(42) } as const;
+      expect(await writeRecords(pool, [...records, cause])).toBe(13);
+      expect(await writeRecords(pool, [cause])).toBe(0);
+      expect((await jobTimeline(pool, 'job-5')).rounds[0]).toMatchObject({ endReason: cause.reason, endedAt: at(21), endedSeq: 8 });
+    });
+
     test('a bad record is rejected naming its field, and nothing of its batch is written', async () => {
       const records = jobRecords('job-3');
       const bad = { ...records[3], worldSize: 0 } as LedgerRecord;

@@ -85,6 +85,11 @@ export function sweepStale(): string[] {
     for (const pid of list(['netns', 'pids', ns]).split(/\s+/).filter(Boolean)) try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
     if (spawnSync('ip', ['netns', 'del', ns]).status === 0) gone.push(ns);
   }
+  // FORWARD rules of killed runs' bridges (makeHosts).
+  for (const rule of (spawnSync('iptables', ['-S', 'FORWARD'], { encoding: 'utf8' }).stdout ?? '').split('\n')) {
+    const m = /^-A FORWARD -i (tl\S+) -o \1 -j ACCEPT$/.exec(rule.trim());
+    if (m && stale(m[1])) spawnSync('iptables', ['-D', 'FORWARD', '-i', m[1], '-o', m[1], '-j', 'ACCEPT']);
+  }
   // Deleting a namespace deletes its veth pairs; what is left is bridges and unpaired ends.
   for (const link of list(['-o', 'link', 'show']).split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1] ?? '').filter(stale)) {
     if (spawnSync('ip', ['link', 'del', link]).status === 0) gone.push(link);
@@ -100,7 +105,11 @@ export function makeHosts(n: number): TestHosts {
   const net = freeSubnet();
   const bridge = `${prefix}br`;
   const hosts: TestHost[] = Array.from({ length: n }, (_, i) => ({ ns: `${prefix}n${i}`, ip: `${net}.${i + 2}`, veth: `${prefix}v${i}` }));
-  const made = { bridge: false, hosts: [] as TestHost[] };
+  const made = { bridge: false, forward: false, hosts: [] as TestHost[] };
+  // On a machine with Docker, bridged frames pass iptables' FORWARD chain (br_netfilter), whose
+  // policy Docker sets to DROP: host-to-host traffic on the bridge would vanish. One rule lets this
+  // bridge's own traffic through; it goes with the bridge.
+  const forwardRule = ['FORWARD', '-i', bridge, '-o', bridge, '-j', 'ACCEPT'];
 
   const destroy = () => {
     for (const h of made.hosts) {
@@ -110,6 +119,8 @@ export function makeHosts(n: number): TestHosts {
       spawnSync('ip', ['netns', 'del', h.ns]);
     }
     made.hosts = [];
+    if (made.forward) spawnSync('iptables', ['-D', ...forwardRule]);
+    made.forward = false;
     if (made.bridge) spawnSync('ip', ['link', 'del', bridge]);
     made.bridge = false;
     process.removeListener('exit', destroy);
@@ -122,6 +133,8 @@ export function makeHosts(n: number): TestHosts {
     made.bridge = true;
     ip('addr', 'add', `${net}.1/24`, 'dev', bridge);
     ip('link', 'set', bridge, 'up');
+    // No iptables (so no Docker): nothing filters the bridge.
+    made.forward = spawnSync('iptables', ['-I', ...forwardRule]).status === 0;
     for (const [i, h] of hosts.entries()) {
       ip('netns', 'add', h.ns);
       made.hosts.push(h);

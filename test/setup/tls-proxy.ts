@@ -9,7 +9,8 @@
  * headers, body and trailers (gRPC's status travels in the trailers), both ways, with
  * backpressure; a reset on either side resets the other; long polls stay open as long as the
  * server holds them (no idle timeout). A request without the expected key is answered as Temporal
- * Cloud does, with gRPC status UNAUTHENTICATED (16) in a trailers-only response.
+ * Cloud does, with gRPC status UNAUTHENTICATED (16) in a trailers-only response; a denied method
+ * (`deny`) with PERMISSION_DENIED (7), as an authorizer does.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -79,6 +80,11 @@ export interface TlsProxyOptions {
   requireClientCert?: boolean;
   /** Refuse (UNAUTHENTICATED) every request whose `authorization` is not `Bearer <apiKey>`. */
   apiKey?: string;
+  /**
+   * Refuse (PERMISSION_DENIED) every request whose gRPC method (`/pkg.Service/Method`) matches, as
+   * a server's authorizer does for a caller it lets in but not to do that.
+   */
+  deny?: RegExp;
 }
 
 export interface TlsProxy {
@@ -122,6 +128,10 @@ export async function startTlsProxy(o: TlsProxyOptions): Promise<TlsProxy> {
     if (o.apiKey !== undefined && auth !== `Bearer ${o.apiKey}`) {
       proxy.refused += 1;
       stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '16', 'grpc-message': auth ? 'invalid API key' : 'missing API key' }, { endStream: true });
+      return;
+    }
+    if (o.deny?.test(String(headers[':path']))) {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '7', 'grpc-message': `Request unauthorized: ${String(headers[':path'])}` }, { endStream: true });
       return;
     }
     forward(stream, headers, upstreamFor(stream.session as http2.ServerHttp2Session));

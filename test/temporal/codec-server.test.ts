@@ -1,6 +1,7 @@
 /** The codec server, over real HTTP: Temporal's remote codec protocol and its CORS. */
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { MAX_BODY_BYTES, MAX_PAYLOADS } from '../../src/temporal/codec-body';
 import { fromJSON, startCodecServer, toJSON, type CodecServer } from '../../src/temporal/codec-server';
 import { SealingCodec, keyId } from '../../src/temporal/sealing';
 
@@ -28,6 +29,19 @@ test('POST /decode opens sealed payloads; unsealed and foreign ones come back as
   expect(defaultPayloadConverter.fromPayload(fromJSON(payloads[0]))).toEqual({ script: 'train.py', address: '10.1.2.3' });
   expect(payloads[1]).toEqual(toJSON(spec));
   expect(payloads[2]).toEqual(toJSON(foreign));
+});
+
+test("seals bind X-Namespace's namespace: sealed for team-a, opened for team-a only", async () => {
+  const res = await post('/encode', { payloads: [toJSON(spec)] }, { 'X-Namespace': 'team-a' });
+  const [sealed] = ((await res.json()) as { payloads: Parameters<typeof fromJSON>[0][] }).payloads;
+  const ctx = (namespace: string) => ({ type: 'workflow' as const, namespace, workflowId: 'w' });
+  expect(defaultPayloadConverter.fromPayload((await codec.decode([fromJSON(sealed)], ctx('team-a')))[0])).toEqual({ script: 'train.py', address: '10.1.2.3' });
+  await expect(codec.decode([fromJSON(sealed)], ctx('default'))).rejects.toThrow(/does not open in namespace default/);
+  // Decoded for another namespace, it comes back as it was.
+  const other = await post('/decode', { payloads: [sealed] }, { 'X-Namespace': 'team-b' });
+  expect(((await other.json()) as { payloads: unknown[] }).payloads[0]).toEqual(sealed);
+  const same = await post('/decode', { payloads: [sealed] }, { 'X-Namespace': 'team-a' });
+  expect(defaultPayloadConverter.fromPayload(fromJSON(((await same.json()) as { payloads: Parameters<typeof fromJSON>[0][] }).payloads[0]))).toEqual({ script: 'train.py', address: '10.1.2.3' });
 });
 
 test('POST /encode seals, under any path prefix (only the last part counts)', async () => {
@@ -67,4 +81,24 @@ test('bad requests: not JSON, no payloads, wrong path or method', async () => {
   expect((await post('/decode', { nothing: 1 })).status).toBe(400);
   expect((await post('/other', { payloads: [] })).status).toBe(404);
   expect((await fetch(`${server.url}/decode`)).status).toBe(405);
+});
+
+test('the largest payload Temporal stores (2 MiB) decodes; a body over 4 MiB or over 4096 payloads is refused (413)', async () => {
+  const big: Payload = { metadata: { encoding: Buffer.from('binary/plain') }, data: randomBytes(2 * 1024 * 1024) };
+  const [sealed] = await codec.encode([big]);
+  const res = await post('/decode', { payloads: [toJSON(sealed)] });
+  expect(res.status).toBe(200);
+  const { payloads } = (await res.json()) as { payloads: Parameters<typeof fromJSON>[0][] };
+  expect(Buffer.from(fromJSON(payloads[0]).data!).equals(Buffer.from(big.data!))).toBe(true);
+
+  const many = (n: number) => post('/decode', { payloads: Array.from({ length: n }, () => ({})) });
+  expect((await many(MAX_PAYLOADS)).status).toBe(200);
+  const over = await many(MAX_PAYLOADS + 1);
+  expect(over.status).toBe(413);
+  expect(await over.text()).toBe(`more than ${MAX_PAYLOADS} payloads in one request\n`);
+  // Commas inside strings are not entries.
+  expect((await post('/decode', { payloads: [{ metadata: { encoding: Buffer.from(','.repeat(MAX_PAYLOADS + 1)).toString('base64') }, data: ',' }] })).status).toBe(200);
+  const huge = await post('/decode', { payloads: [{ data: 'A'.repeat(MAX_BODY_BYTES) }] });
+  expect(huge.status).toBe(413);
+  expect((await post('/decode', { payloads: [JSON.parse('['.repeat(20) + ']'.repeat(20))] })).status).toBe(400);
 });

@@ -77,8 +77,14 @@ test('telastic dev with a key seals, runs a codec server for its Web UI, and poi
     `Codec server: ${codec} (the Web UI decodes sealed payloads through it)`,
     `controller: started 127.0.0.1:${port} default sealed`,
   ]);
-  const [serverPid] = childPids(child.proc.pid as number);
-  expect(readFileSync(`/proc/${serverPid}/cmdline`, 'utf8').split('\0').join(' ')).toContain(`--ui-codec-endpoint ${codec}`);
+  // Two children: the Temporal server, and the codec server in a process of its own (a request
+  // that stalls it must not stall the controller in dev's process).
+  const cmdlines = childPids(child.proc.pid as number).map((pid) => ({ pid, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ') }));
+  const server = cmdlines.find((c) => c.cmd.includes(' start-dev '));
+  const codecChild = cmdlines.find((c) => c.cmd.includes('codec-server-main'));
+  expect(server?.cmd).toContain(`--ui-codec-endpoint ${codec}`);
+  expect(codecChild?.cmd).toContain(`--port ${codecPort}`);
+  expect(codecChild?.cmd).toContain(`--allow-origin http://localhost:${uiPort}`);
   // The Web UI tells browsers where to decode; the codec server answers the UI's origin.
   const settings = (await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string } };
   expect(settings.Codec?.Endpoint).toBe(codec);
@@ -88,6 +94,7 @@ test('telastic dev with a key seals, runs a codec server for its Web UI, and poi
 
   child.proc.kill('SIGTERM');
   await expect(child.exited).resolves.toEqual({ code: 0, signal: null });
+  await expect(waitGone(codecChild!.pid, 5_000)).resolves.toBe(true);
   await expect(isListening('127.0.0.1', codecPort)).resolves.toBe(false);
 });
 

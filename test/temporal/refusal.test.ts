@@ -32,6 +32,9 @@ describe('classify: refused credentials', () => {
     expect(classify(grpcError(7, '7 PERMISSION_DENIED: Request unauthorized.'))).toEqual({ kind: 'refused', code: 'PERMISSION_DENIED', reason: 'PERMISSION_DENIED: Request unauthorized.' });
     const core = new TransportError('Failed to call GetSystemInfo: code: \'The caller does not have permission to execute the specified operation\', message: "Request unauthorized."');
     expect(classify(core)).toEqual({ kind: 'refused', code: 'PERMISSION_DENIED', reason: 'PERMISSION_DENIED: Request unauthorized.' });
+    // A NativeConnection's service call (operatorService.listSearchAttributes): the words are the message, details empty.
+    const call = Object.assign(new Error('Request unauthorized: /x.OperatorService/ListSearchAttributes'), { code: 7, details: '', metadata: {} });
+    expect(classify(call)).toEqual({ kind: 'refused', code: 'PERMISSION_DENIED', reason: 'PERMISSION_DENIED: Request unauthorized: /x.OperatorService/ListSearchAttributes' });
   });
 
   test('the line depends on whether a key was sent', () => {

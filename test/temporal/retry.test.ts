@@ -158,7 +158,7 @@ describe('withRetry', () => {
     };
     const err = (await withRetry(fn, { ...h.opts, probeNamespace: probe }).catch((e: unknown) => e)) as Error;
     expect(err).toBeInstanceOf(NamespaceMissingError);
-    expect(err.message).toBe(`namespace nope does not exist on Temporal at ${h.opts.address} (create it with: temporal operator namespace create nope)`);
+    expect(err.message).toBe(`namespace nope does not exist on Temporal at ${h.opts.address} (create it with: temporal operator namespace create --namespace nope)`);
     expect(h.elapsed()).toBeGreaterThanOrEqual(10_000);
     expect(h.elapsed()).toBeLessThan(16_000);
   });

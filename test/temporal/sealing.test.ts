@@ -1,13 +1,15 @@
 /** The sealing codec and its key files: pure, no Temporal. */
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { compileConnectionOptions } from '../../src/cli/connection-options';
-import { UsageError } from '../../src/cli/errors';
+import { UsageError } from '../../src/config/errors';
 import { readSealingKey, readSealingKeys, telasticDataConverter } from '../../src/temporal/data-converter';
-import { ENCODING, KEY_ID, SealedPayloadError, SealingCodec, keyId, type SealingKey } from '../../src/temporal/sealing';
+import { refusalOf } from '../../src/temporal/refused-payload';
+import { ENCODING, FORMAT, KEY_ID, RefusedPayloadError, SealedPayloadError, SealingCodec, keyId, type SealingKey } from '../../src/temporal/sealing';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'telastic-sealing-'));
 const newKey = (name: string): SealingKey => {
@@ -48,17 +50,74 @@ test('rotation: a new key seals, the old one still unseals what it sealed', asyn
   expect(await rotated.decode([byOld, byNew])).toEqual([spec, spec].map((p) => expect.objectContaining({ data: p.data })));
 });
 
-test('payloads sealed before any key pass through both ways (old histories keep decoding)', async () => {
-  const codec = new SealingCodec([newKey('k')]);
-  expect(await codec.decode([spec])).toEqual([spec]);
+const ACCEPT = '--accept-unsealed (or TELASTIC_ACCEPT_UNSEALED=1)';
+const UNSEALED = `unsealed payload (json/plain) refused: this process has a key (TELASTIC_ENCRYPTION_KEY_FILE) and opens only payloads sealed with it; to read histories written before the key, start it with ${ACCEPT}`;
+const ctx = (namespace: string) => ({ type: 'workflow' as const, namespace, workflowId: 'job-42' });
+
+test('with a key, an unsealed payload is refused in one line naming --accept-unsealed; with it, it passes (the upgrade window)', async () => {
+  const k = newKey('k');
+  const heard: Error[] = [];
+  const err = await new SealingCodec([k], { onForeignKey: (e) => heard.push(e) }).decode([spec]).catch((e: Error) => e);
+  expect(err).toBeInstanceOf(RefusedPayloadError);
+  expect((err as Error).message).toBe(UNSEALED);
+  expect(heard).toEqual([]); // not a missing key: the process does not stop on it
+  expect(await new SealingCodec([k], { acceptUnsealed: true }).decode([spec])).toEqual([spec]);
+  // Without any key nothing is refused, and nothing is sealed.
+  expect(await new SealingCodec([]).decode([spec])).toEqual([spec]);
   expect(await new SealingCodec([]).encode([spec])).toEqual([spec]);
+});
+
+test("a worker's codec hands a stand-in no schema accepts in place of a refused payload, and says so", async () => {
+  const refused: string[] = [];
+  const worker = new SealingCodec([newKey('k')], { standIn: true, onRefused: (e) => refused.push(e.message) });
+  const [standIn] = await worker.decode([spec]);
+  expect(refusalOf(defaultPayloadConverter.fromPayload(standIn))).toBe(UNSEALED);
+  expect(refused).toEqual([UNSEALED]);
+  expect(refusalOf({ script: 'x' })).toBeNull();
+});
+
+test('a seal binds its namespace: it opens there, and in another namespace it is refused in one line', async () => {
+  const k = newKey('k');
+  const codec = new SealingCodec([k], { namespace: 'team-a' });
+  const [sealed] = await codec.encode([spec], ctx('team-a'));
+  expect(text(sealed.metadata?.[FORMAT])).toBe('2');
+  expect(defaultPayloadConverter.fromPayload((await codec.decode([sealed], ctx('team-a')))[0])).toEqual(defaultPayloadConverter.fromPayload(spec));
+  // Without a context, the process's own namespace.
+  expect(await codec.decode([sealed])).toEqual([expect.objectContaining({ data: spec.data })]);
+  for (const opener of [codec, new SealingCodec([k], { acceptUnsealed: true })]) {
+    const err = await opener.decode([sealed], ctx('team-b')).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(RefusedPayloadError);
+    expect((err as Error).message).toBe(`sealed payload does not open in namespace team-b under key ${k.id} (k): sealed for another namespace, tampered with, or another key with the same id`);
+  }
+  // The mark cannot be stripped to pass the seal off as an older one (its namespace unbound).
+  const stripped = { ...sealed, metadata: { encoding: sealed.metadata!.encoding, [KEY_ID]: sealed.metadata![KEY_ID] } };
+  await expect(new SealingCodec([k], { acceptUnsealed: true }).decode([stripped], ctx('team-a'))).rejects.toThrow(/^sealed payload does not open under key/);
+});
+
+test('a seal of an older telastic (no namespace bound) opens only with --accept-unsealed', async () => {
+  const k = newKey('k');
+  const plain = Buffer.from(temporal.api.common.v1.Payload.encode(spec).finish());
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', k.key, iv);
+  const data = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  const old: Payload = { metadata: { encoding: Buffer.from(ENCODING), [KEY_ID]: Buffer.from(k.id) }, data };
+  await expect(new SealingCodec([k]).decode([old])).rejects.toThrow(`payload sealed without its namespace (by a telastic before seals bound it) refused: to read histories written before this upgrade, start this process with ${ACCEPT}`);
+  expect(await new SealingCodec([k], { acceptUnsealed: true }).decode([old])).toEqual([expect.objectContaining({ data: spec.data })]);
+});
+
+test('--accept-unsealed and TELASTIC_ACCEPT_UNSEALED=1 compile into the connection options; absent by default', () => {
+  expect(compileConnectionOptions({}, {}).acceptUnsealed).toBeUndefined();
+  expect(compileConnectionOptions({ acceptUnsealed: true }, {}).acceptUnsealed).toBe(true);
+  expect(compileConnectionOptions({}, { TELASTIC_ACCEPT_UNSEALED: '1' }).acceptUnsealed).toBe(true);
+  expect(compileConnectionOptions({}, { TELASTIC_ACCEPT_UNSEALED: '0' }).acceptUnsealed).toBeUndefined();
+  expect(() => compileConnectionOptions({}, { TELASTIC_ACCEPT_UNSEALED: 'yes' })).toThrow(/TELASTIC_ACCEPT_UNSEALED/);
 });
 
 test('a payload sealed with another key, or none configured, fails with one line naming the key', async () => {
   const [sealed] = await new SealingCodec([newKey('a')]).encode([spec]);
   const id = text(sealed.metadata?.[KEY_ID]);
   const heard: SealedPayloadError[] = [];
-  const none = new SealingCodec([], (e) => heard.push(e));
+  const none = new SealingCodec([], { onForeignKey: (e) => heard.push(e) });
   await expect(none.decode([sealed])).rejects.toThrow(`payload sealed with key ${id}, not among TELASTIC_ENCRYPTION_KEY_FILE's keys (none set)`);
   expect(heard).toHaveLength(1);
   expect(heard[0]).toBeInstanceOf(SealedPayloadError);
@@ -75,7 +134,7 @@ test('a tampered payload does not authenticate: one line, never garbage', async 
   const [sealed] = await codec.encode([spec]);
   const data = Buffer.from(sealed.data!);
   data[20] ^= 1;
-  await expect(codec.decode([{ ...sealed, data }])).rejects.toThrow(new RegExp(`^sealed payload does not authenticate under key ${k.id}`));
+  await expect(codec.decode([{ ...sealed, data }])).rejects.toThrow(new RegExp(`^sealed payload does not open in namespace default under key ${k.id}`));
   await expect(codec.decode([{ ...sealed, data: data.subarray(0, 10) }])).rejects.toThrow(/truncated/);
 });
 

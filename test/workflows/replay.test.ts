@@ -1,15 +1,19 @@
 /**
  * Determinism: recorded job histories must replay against the current workflow code. A change
- * that would break running jobs (reordered commands, new activities without patching) fails here.
+ * that makes the same inputs send different commands (a nondeterministic workflow) fails here.
  * Record one from a finished job with:
  *   temporal workflow show -w WORKFLOW_ID --output json > test/fixtures/histories/NAME.json
  * (scripts/record-histories.sh runs the scenario below and does this).
  * Recorded by that script: node-a starts (1:2 nodes × 2), rank 1 crashes (one restart), node-b
- * joins through its lobby (admitted, no restart), the job succeeds. Rounds 1-2 have one node.
+ * joins through its lobby, the job succeeds. (Which round first has both nodes depends on how
+ * fast the agents start: round 3 in the fixtures of 2026-12-01.)
  *   job-one-group.json   default group_size: every round runs in the job itself (elasticJob)
- *   job-in-groups.json   GROUP_SIZE=1: round 3 (2 nodes) runs in two group child workflows
+ *   job-in-groups.json   GROUP_SIZE=1: each 2-node round runs in two group child workflows
  *   prepare-group.json   one of round 3's prepareGroup children
  *   run-group.json       one of round 3's runGroup children
+ * The fixtures are re-recorded whenever the workflow code changes what it sends: running jobs
+ * keep their own build through Worker Versioning (docs/upgrading.md), so replay here guards a
+ * build against accidental nondeterminism, not against older builds.
  *   lobby.json           node-b's lobby (jobLobby): forwards its join, ends when quiet
  * Recorded by scripts/record-pool-histories.sh: two pool agents, a job submitted to their pool
  * (granted both, one restart, succeeds), then one agent leaves (SIGTERM) and one is killed.
@@ -27,7 +31,7 @@ import { Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { telasticDataConverter } from '../../src/temporal/data-converter';
+import { workerDataConverter } from '../../src/temporal/data-converter';
 import { keyId } from '../../src/temporal/sealing';
 
 const dir = path.join(__dirname, '..', 'fixtures', 'histories');
@@ -46,13 +50,14 @@ test.each(files)('%s replays against the current workflow code', async (file) =>
 });
 
 /**
- * Sealed payloads: a job started before its nodes had a key goes on after the upgrade. With the
- * codec and the sealing failure converter installed and a key configured, the histories recorded
- * unsealed still replay (their payloads pass through the codec).
+ * Sealed payloads: a job started before its nodes had a key goes on after the upgrade, on nodes
+ * started with --accept-unsealed (the upgrade window). With a worker's codec (stand-ins for
+ * refused payloads) and the sealing failure converter installed and a key configured, the
+ * histories recorded unsealed still replay (their payloads pass through the codec).
  */
-test('every recorded (unsealed) history replays with sealing installed and a key configured', async () => {
+test('every recorded (unsealed) history replays with sealing installed, a key configured and --accept-unsealed', async () => {
   const key = randomBytes(32);
-  const dataConverter = telasticDataConverter([{ id: keyId(key), key, source: 'test key' }]);
+  const dataConverter = workerDataConverter([{ id: keyId(key), key, source: 'test key' }], { acceptUnsealed: true });
   const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) }));
   const results = [];
   for await (const r of Worker.runReplayHistories({ workflowsPath: require.resolve('../../workflows'), dataConverter, replayName: 'sealed' }, histories)) {

@@ -1,12 +1,12 @@
 /**
  * The job's and the lobby's timers carry summaries (the Web UI's timeline shows them instead of
- * `1 (30s)`), and the histories they make replay. Histories from before the summaries replay in
- * replay.test.ts.
+ * `1 (30s)`), and the histories they make replay.
  */
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { joinJob, startJob } from '../../src/client/api';
+import { startJob } from '../../src/client/api';
+import { lobbyBatchSignal } from '../../workflows/messages';
 import { testAddress } from '../setup/temporal';
 
 const taskQueue = `timers-${process.pid}-${Date.now().toString(36)}`;
@@ -50,7 +50,7 @@ test('join timeout, last call and the lobby\'s idle timer say what they are for'
       // It waits for its first node, then one of up to two joins: a last call for the second.
       const waiting = await startJob(o, spec(`${id}-last-call`, { lastCallTimeoutMs: 60_000 }));
       started.push(waiting);
-      await joinJob(o, waiting.workflowId, { nodeId: 'n1', address: '127.0.0.1', slots: 1, role: 'default', entrypoint: { script: 'train.py', args: [], module: false, noPython: false } });
+      await waiting.signal(lobbyBatchSignal, [{ kind: 'join', req: { nodeId: 'n1', address: '127.0.0.1', slots: 1, role: 'default', entrypoint: { script: 'train.py', args: [], module: false, noPython: false } } }]);
       for (let i = 0; i < 50 && (await timerSummaries(waiting)).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
       expect(await timerSummaries(waiting)).toEqual(['join timeout: fails the job unless min 1 node(s) are here', 'last call for more nodes (up to max 2)']);
 

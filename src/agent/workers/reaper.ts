@@ -9,10 +9,11 @@
  * Call `killOrphans` before `createReaper` when an agent starts.
  */
 import { spawn, type ChildProcess } from 'child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'fs';
 import { homedir } from 'os';
 import { join } from 'path';
 import type { Socket } from 'net';
+import { ensurePrivateDir } from '../../private-dir';
 import { ReaperError } from './errors';
 import { isAlive, liveGroups, signalGroup, startTime } from './process-group';
 import type { Reaper } from './types';
@@ -55,7 +56,7 @@ function reaperCommand(): string[] {
 
 /** Starts the sidecar and the agent's state file in `stateDir`. */
 export async function createReaper(stateDir: string): Promise<Reaper> {
-  mkdirSync(stateDir, { recursive: true });
+  ensurePrivateDir(stateDir, 'state dir');
   const path = join(stateDir, `agent-${process.pid}.json`);
   const state: StateFile = { agentPid: process.pid, agentStartTime: startTime(process.pid), pgids: [], startTimes: {} };
   writeState(path, state);
@@ -109,16 +110,18 @@ export interface OrphanReport {
  */
 export async function killOrphans(stateDir: string, waitMs = 5_000): Promise<OrphanReport> {
   const report: OrphanReport = { killed: [], removed: [] };
-  let names: string[];
-  try {
-    names = readdirSync(stateDir).filter((n) => /^agent-\d+\.json$/.test(n));
-  } catch {
-    return report; // no state dir: nothing ran here before
-  }
+  if (!existsSync(stateDir)) return report; // nothing ran here before
+  // Its files say which groups to SIGKILL: a directory others can write to, or a file of theirs
+  // in it, would let them choose (UnsafeDirError).
+  ensurePrivateDir(stateDir, 'state dir');
+  const names = readdirSync(stateDir).filter((n) => /^agent-\d+\.json$/.test(n));
+  const uid = process.getuid?.();
   for (const name of names) {
     const file = join(stateDir, name);
     let s: StateFile;
     try {
+      const st = lstatSync(file);
+      if (!st.isFile() || (uid !== undefined && st.uid !== uid)) continue; // not an agent's of ours: never trusted
       s = JSON.parse(readFileSync(file, 'utf8')) as StateFile;
     } catch {
       continue; // being written or unreadable: leave it

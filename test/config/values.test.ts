@@ -1,5 +1,5 @@
 /** Durations as flags take them (`telastic nodes --window 24h`). */
-import { durationToMs, parseValue } from '../../src/cli/values';
+import { durationToMs, parseValue } from '../../src/config/values';
 
 const parse = (raw: string) => parseValue(durationToMs, { raw, from: '--window' });
 

@@ -1,0 +1,121 @@
+/**
+ * `telastic run`'s membership: the node starts its job's workflow (or finds it running), offers
+ * itself through the job's lobby and follows the job through `nodeQuery` until the job ends or
+ * drains the node. A node the job dropped as lost while alive stops its workers and joins again.
+ */
+import { randomUUID } from 'node:crypto';
+import { drainNode, nodeState, sendToLobby, startJob } from '../client/api';
+import { agentPollMs } from '../job/groups';
+import type { JobSpec, JoinRequest } from '../job/spec';
+import { FINAL_PHASES } from '../job/state';
+import { abortableSleep } from '../temporal/retry';
+import { outcomeOfFailure, type AgentOutcome } from './outcome';
+import type { Membership, RunningNode } from './runtime';
+
+export interface JobMembershipOptions {
+  /** The compiled spec (parsed at the edge, src/cli/run.ts): every default is filled in. */
+  spec: JobSpec;
+  /** Whether the namespace has telastic's search attributes (src/temporal/readiness.ts). */
+  searchAttributes: boolean;
+  /** The Web UI, for a link to the job. */
+  uiUrl?: string;
+  /**
+   * Aborted on a preemption notice (the first SIGTERM): the agent asks the job for a
+   * checkpoint-first drain of this node with `leaveGraceMs`, and leaves when drained, or as on a
+   * stop once the grace (and LEAVE_WAIT_MS to stop the round) has passed.
+   */
+  preemptSignal?: AbortSignal;
+  /** @default 25000 */
+  leaveGraceMs?: number;
+}
+
+/** How long a leaving node waits for the job to let it go, and a drained round to stop. */
+const LEAVE_WAIT_MS = 5000;
+
+export function jobMembership(o: JobMembershipOptions): Membership {
+  const { spec } = o;
+  const jobId = spec.jobId;
+  const lobby = { jobId, maxNodes: spec.maxNodes, groupSize: spec.rdzv.groupSize };
+  // A join sent twice by this run of the agent (a rejoin polled again before the first arrived)
+  // is recognised by the job as the same one, not as an agent that restarted.
+  const incarnation = randomUUID();
+  const joinRequest = (node: RunningNode): JoinRequest => ({ nodeId: node.nodeId, address: node.localAddr, slots: spec.nprocPerNode, entrypoint: spec.entrypoint, role: spec.role, incarnation });
+  let handle: Awaited<ReturnType<typeof startJob>> | undefined;
+
+  return {
+    what: `job ${jobId}`,
+    logBindings: { job: jobId },
+    runs: { entrypoint: spec.entrypoint, shutdownTimeoutMs: spec.shutdownTimeoutMs },
+    workflowId: jobId,
+    async start(node) {
+      handle = await node.retry(() => startJob(node.client, { ...spec, searchAttributes: o.searchAttributes }));
+      if (o.uiUrl) console.error(`telastic: job ${jobId}: ${o.uiUrl}/namespaces/${node.client.namespace}/workflows/${jobId}`);
+    },
+    async join(node) {
+      await node.retry(() => sendToLobby(node.client, lobby, { kind: 'join', req: joinRequest(node) }));
+      node.log.info('join sent');
+    },
+    async follow(node, stop) {
+      const h = handle!;
+      const result = node.retry(() => h.result()).then(
+        (r): AgentOutcome => ({ code: 0, summary: `job ${jobId} succeeded: ${r.rounds} round(s), ${r.restarts} restart(s)` }),
+        (err: unknown): AgentOutcome => outcomeOfFailure(jobId, err),
+      );
+      const outcome = await follow(node, stop, result);
+      return { outcome, leave: outcome.code === 143 };
+    },
+    sendLeave: (node) => sendToLobby(node.client, lobby, { kind: 'leave', req: { nodeId: node.nodeId, reason: 'agent stopped' } }),
+    async released(node) {
+      const v = await nodeState(node.client, jobId, node.nodeId);
+      return FINAL_PHASES.includes(v.job) || ['draining', 'left', 'drained', 'lost'].includes(v.node);
+    },
+    leaveWaitMs: LEAVE_WAIT_MS,
+  };
+
+  async function follow(node: RunningNode, stop: AbortSignal, result: Promise<AgentOutcome>): Promise<AgentOutcome> {
+    let done = false;
+    void result.finally(() => (done = true));
+    const stopped = new Promise<AgentOutcome>((resolve) => {
+      const onAbort = () => resolve({ code: 143, summary: `node ${node.nodeId} left job ${jobId}: agent stopped` });
+      if (stop.aborted) onAbort();
+      else stop.addEventListener('abort', onAbort, { once: true });
+      const onPreempt = () => {
+        const graceMs = o.leaveGraceMs ?? 25_000;
+        node.log.info({ graceMs }, 'preemption notice: asking the job for a checkpoint before leaving');
+        void node.retry(() => drainNode(node.client, jobId, node.nodeId, 2000, { checkpointFirst: true, graceMs })).catch((err) => {
+          node.log.error({ err: String(err) }, 'checkpoint-first drain not sent: leaving at once');
+          onAbort();
+        });
+        // The job releases the node after the grace at the latest; give it time to stop the round.
+        setTimeout(() => !done && resolve({ code: 143, summary: `node ${node.nodeId} left job ${jobId}: not released within the ${graceMs / 1000}s grace` }), graceMs + LEAVE_WAIT_MS).unref();
+      };
+      if (o.preemptSignal?.aborted) onPreempt();
+      else o.preemptSignal?.addEventListener('abort', onPreempt, { once: true });
+    });
+    const pollMs = agentPollMs(spec.maxNodes);
+    const watch = (async (): Promise<AgentOutcome | null> => {
+      while (!done && !stop.aborted) {
+        await abortableSleep(pollMs, stop);
+        if (done || stop.aborted) return null;
+        const me = await node.client.connection
+          .withDeadline(Date.now() + 5000, () => nodeState(node.client, jobId, node.nodeId))
+          .then((v) => (FINAL_PHASES.includes(v.job) ? undefined : v))
+          .catch(() => undefined);
+        if (!me) continue;
+        node.contact();
+        if (me.node === 'rejected') return { code: 2, summary: `join rejected: ${me.reason ?? 'by the job'}` };
+        if (me.node === 'drained' || me.node === 'left') return { code: 0, summary: `node ${node.nodeId} was drained from job ${jobId}` };
+        if (me.node === 'lost') {
+          node.log.warn('this node was dropped from the job: stopping its workers and joining again');
+          await node.activities.stopAll('node was dropped');
+          await sendToLobby(node.client, lobby, { kind: 'join', req: joinRequest(node) }).catch((err) => node.log.error({ err: String(err) }, 'rejoin failed'));
+        }
+      }
+      return null;
+    })();
+    const first = await Promise.race([result, stopped, watch.then((w) => w ?? result)]);
+    done = true;
+    await watch; // no client call may still be in flight when the connection closes
+    return first;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * The one owner of a job run's state (the shape of Temporal's safe-message-handlers
+ * ClusterManager). Handlers, the round and the side loops read `run.state` when they need it and
+ * change it only with `run.apply(event)` (src/job/events.ts): an event is applied to the state as
+ * it is when the event happens, so nothing a handler accepted is overwritten by a step that was
+ * awaiting an activity meanwhile.
+ */
+import { reduce, type JobEvent } from '../src/job/events';
+import type { JobState } from '../src/job/state';
+import { publish } from './publish';
+
+export class JobRun {
+  #state: JobState;
+  /** Signals taken in this run (Temporal limits signals per run). */
+  signals = 0;
+  /** Set once the run ends (continue-as-new or a final phase): the side loops finish. */
+  ended = false;
+
+  constructor(state: JobState) {
+    this.#state = state;
+  }
+
+  get state(): JobState {
+    return this.#state;
+  }
+
+  apply(event: JobEvent): JobState {
+    this.#state = reduce(this.#state, event);
+    return this.#state;
+  }
+
+  /** Search attributes and current details for the Web UI (workflows/publish.ts). */
+  publish(): void {
+    publish(this.#state);
+  }
+}
