@@ -72,6 +72,30 @@ export function alive(pid: number): boolean {
   }
 }
 
+/**
+ * One line per agent for a failure message: running, or its exit code and its last lines of
+ * output, so that a job that never formed says why (an agent that exited says what stopped it).
+ */
+export function agentsReport(agents: Agent[], lines = 4): string {
+  return agents
+    .map((a) => {
+      const code = a.proc.exitCode ?? a.proc.signalCode;
+      const tail = a.output().trimEnd().split('\n').slice(-lines).join(' | ');
+      return `${a.nodeId}: ${code === null ? 'running' : `exited ${code}`}: ${tail}`;
+    })
+    .join('\n');
+}
+
+/** Runs `fn`; a failure carries agentsReport(agents) after its own message. */
+export async function explained<T>(agents: Agent[], fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof Error) err.message += `\nagents:\n${agentsReport(agents)}`;
+    throw err;
+  }
+}
+
 export function stopAll(agents: { proc: ChildProcess; exited: Promise<unknown> }[]): Promise<unknown> {
   for (const a of agents) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
   return Promise.all(agents.map((a) => a.exited));

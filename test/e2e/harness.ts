@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ROOT, startTelastic, stopAll, waitFor, type Agent } from '../../test-support/agents';
 import { testAddress } from '../setup/temporal';
-export { BIN, ROOT, alive, runTelastic, startAgent, startTelastic, stopAll, waitFor, type Agent } from '../../test-support/agents';
+export { BIN, ROOT, agentsReport, alive, explained, runTelastic, startAgent, startTelastic, stopAll, waitFor, type Agent } from '../../test-support/agents';
 import { getJobStatus } from '../../src/client/api';
 import { getPoolStatus } from '../../src/client/pool';
 import type { PoolState } from '../../src/pool/state';

@@ -8,7 +8,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { groupWorkflowId, lobbyCount, lobbyIndex } from '../../src/job/groups';
 import { startPrivateServer, stopPrivateServers } from '../setup/temporal';
-import { WORKER, finish, recordedPids, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
+import { WORKER, explained, finish, recordedPids, startAgent, status, stopAll, tmpDir, uniqueJobId, waitFor, waitForRound, type Agent } from './harness';
 
 const LIMITS = {
   'limit.numPendingActivities.error': 5,
@@ -53,7 +53,7 @@ test('a 12-node job in groups of 4 forms, loses a node to kill -9, re-forms and 
   const args = ['--nnodes', `${NODES - 1}:${NODES}`, '--max-restarts', '2', '--rdzv-id', job, '--rdzv-conf', conf, '--shutdown-timeout', '3', WORKER, '--out', out];
   agents.push(...nodeIds.map((n) => startAgent(server.address, n, args)));
 
-  const first = await waitForRound(conn, job, (s) => s.worldSize === NODES, 120_000);
+  const first = await explained(agents, () => waitForRound(conn, job, (s) => s.worldSize === NODES, 120_000));
   await waitFor(`${NODES} workers`, () => recordedPids(out, first.round).length === NODES, 60_000);
   const load = await pendingActivities(client, job, first.round, NODES / GROUP);
   expect(load.job).toBe(0);
@@ -61,7 +61,7 @@ test('a 12-node job in groups of 4 forms, loses a node to kill -9, re-forms and 
 
   const victim = agents[5];
   victim.proc.kill('SIGKILL');
-  const second = await waitForRound(conn, job, (s) => s.worldSize === NODES - 1 && s.round > first.round, 90_000);
+  const second = await explained(agents, () => waitForRound(conn, job, (s) => s.worldSize === NODES - 1 && s.round > first.round, 90_000));
   expect(second.restarts).toBe(1);
   expect(second.lastFailure).toMatchObject({ nodeId: victim.nodeId, rank: null });
   expect(second.nodes.find((n) => n.nodeId === victim.nodeId)?.state).toBe('lost');
