@@ -60,7 +60,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     let beats = 0;
     env.on('heartbeat', () => beats++);
     const result = env.run(activities(g.startGroup).activities.runWorkers, assignment);
-    await new Promise((r) => setTimeout(r, 350));
+    await waitUntil(() => g.started.length === 1 && beats >= 2);
     expect(g.started).toHaveLength(1);
     const { workers } = g.started[0];
     expect(workers.map((w) => [w.localRank, w.rank, w.env.RANK, w.env.WORLD_SIZE, w.env.TORCHELASTIC_RESTART_COUNT])).toEqual([
@@ -77,7 +77,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     const g = fakeGroup();
     const env = new MockActivityEnvironment();
     const result = env.run(activities(g.startGroup).activities.runWorkers, assignment);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => g.started.length === 1);
     env.cancel();
     await expect(result).rejects.toThrow();
     expect(g.stops).toEqual(['round cancelled']);
@@ -85,7 +85,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     const h = fakeGroup();
     const node = activities(h.startGroup);
     const running = new MockActivityEnvironment().run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => h.started.length === 1);
     const prepared = await new MockActivityEnvironment().run(node.activities.prepare, { jobId: 'job1', round: 3, nodeId: 'n1' });
     expect(prepared).toMatchObject({ nodeId: 'n1' });
     expect(h.stops[0]).toBe('round 3 is forming');
@@ -98,7 +98,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     const startGroup = (opts: GroupOptions): WorkerGroup => ({ ...g.startGroup(opts), signal: (sig) => (sent.push(sig), 2) });
     const node = activities(startGroup);
     const running = new MockActivityEnvironment().run(node.activities.runWorkers, assignment);
-    await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => g.started.length === 1);
     const signal = (round: number, jobId = 'job1') => new MockActivityEnvironment().run(node.activities.signalWorkers, { jobId, round, reason: 'test' });
     await expect(signal(2)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 2 });
     await expect(signal(1)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
@@ -114,7 +114,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     const node = activities(g.startGroup, 5_000);
     const old = new MockActivityEnvironment();
     const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
-    await tick();
+    await waitUntil(() => g.started.length === 1);
     // The next run's runWorkers may reach the node before the old one hears its run closed.
     const next = new MockActivityEnvironment().run(node.activities.runWorkers, assignment);
     await tick();
@@ -135,11 +135,11 @@ describe('createNodeActivities with an injected startGroup', () => {
     const node = activities(g.startGroup, 200);
     const old = new MockActivityEnvironment();
     const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
-    await tick();
+    await waitUntil(() => g.started.length === 1);
     runClosed(old);
     await first;
     expect(g.stops).toEqual([]);
-    await tick(400);
+    await waitUntil(() => g.stops.length > 0);
     expect(g.stops).toEqual(['not adopted within 0.2s']);
     // Adopting a stopped group reports it stopped (the job then counts the node lost and restarts).
     await expect(new MockActivityEnvironment().run(node.activities.runWorkers, assignment)).rejects.toThrow(/were stopped: not adopted/);
@@ -165,6 +165,11 @@ describe('a pool agent (checkLaunch injected)', () => {
   });
 });
 
+/** Waits for `cond` (a loaded machine may take a while to run the activity's first steps); 10 s at most. */
 async function waitUntil(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !cond(); i++) await tick(20);
+  const deadline = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${cond.toString()}`);
+    await tick(5);
+  }
 }
