@@ -16,6 +16,28 @@ import type { RoundAssignment } from '../../src/job/assignment';
 const runDir = mkdtempSync(path.join(os.tmpdir(), 'telastic-node-test-'));
 afterAll(() => rmSync(runDir, { recursive: true, force: true }));
 
+// Every activity a test started ends with it, also when the test failed half-way: a runWorkers
+// left running would heartbeat for ever and keep jest from exiting.
+const envs: Array<{ env: MockActivityEnvironment; runs: Promise<unknown>[] }> = [];
+function mockEnv(): MockActivityEnvironment {
+  const env = new MockActivityEnvironment();
+  const runs: Promise<unknown>[] = [];
+  const run = env.run.bind(env);
+  env.run = ((fn: Parameters<typeof run>[0], ...args: unknown[]) => {
+    const p = run(fn, ...(args as never[]));
+    runs.push(p.catch(() => undefined)); // its own test awaits it; a cancelled one here is expected
+    return p;
+  }) as typeof env.run;
+  envs.push({ env, runs });
+  return env;
+}
+afterEach(async () => {
+  for (const { env, runs } of envs.splice(0)) {
+    env.cancel();
+    await Promise.all(runs);
+  }
+});
+
 const assignment: RoundAssignment = {
   jobId: 'job1', round: 2, nodeId: 'n1', role: 'default', groupRank: 1, groupWorldSize: 2, rankOffset: 2,
   localWorldSize: 2, worldSize: 4, masterAddr: '127.0.0.1', masterPort: 29500, restartCount: 1, maxRestarts: 3,
@@ -75,7 +97,7 @@ describe('createNodeActivities with an injected startGroup', () => {
 
   it('stops the group on cancellation, and prepare stops what an earlier round left', async () => {
     const g = fakeGroup();
-    const env = new MockActivityEnvironment();
+    const env = mockEnv();
     const result = env.run(activities(g.startGroup).activities.runWorkers, assignment);
     await waitUntil(() => g.started.length === 1);
     env.cancel();
@@ -84,9 +106,9 @@ describe('createNodeActivities with an injected startGroup', () => {
 
     const h = fakeGroup();
     const node = activities(h.startGroup);
-    const running = new MockActivityEnvironment().run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
+    const running = mockEnv().run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
     await waitUntil(() => h.started.length === 1);
-    const prepared = await new MockActivityEnvironment().run(node.activities.prepare, { jobId: 'job1', round: 3, nodeId: 'n1' });
+    const prepared = await mockEnv().run(node.activities.prepare, { jobId: 'job1', round: 3, nodeId: 'n1' });
     expect(prepared).toMatchObject({ nodeId: 'n1' });
     expect(h.stops[0]).toBe('round 3 is forming');
     expect(String(await running)).toMatch(/were stopped: round 3 is forming/);
@@ -97,9 +119,9 @@ describe('createNodeActivities with an injected startGroup', () => {
     const sent: string[] = [];
     const startGroup = (opts: GroupOptions): WorkerGroup => ({ ...g.startGroup(opts), signal: (sig) => (sent.push(sig), 2) });
     const node = activities(startGroup);
-    const running = new MockActivityEnvironment().run(node.activities.runWorkers, assignment);
+    const running = mockEnv().run(node.activities.runWorkers, assignment);
     await waitUntil(() => g.started.length === 1);
-    const signal = (round: number, jobId = 'job1') => new MockActivityEnvironment().run(node.activities.signalWorkers, { jobId, round, reason: 'test' });
+    const signal = (round: number, jobId = 'job1') => mockEnv().run(node.activities.signalWorkers, { jobId, round, reason: 'test' });
     await expect(signal(2)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 2 });
     await expect(signal(1)).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
     await expect(signal(2, 'other')).resolves.toEqual({ signal: 'SIGUSR1', signalled: 0 });
@@ -112,11 +134,11 @@ describe('createNodeActivities with an injected startGroup', () => {
   it('a run that closed mid-round leaves its workers to the next run, which adopts them and gets their result', async () => {
     const g = fakeGroup();
     const node = activities(g.startGroup, 5_000);
-    const old = new MockActivityEnvironment();
+    const old = mockEnv();
     const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
     await waitUntil(() => g.started.length === 1);
     // The next run's runWorkers may reach the node before the old one hears its run closed.
-    const next = new MockActivityEnvironment().run(node.activities.runWorkers, assignment);
+    const next = mockEnv().run(node.activities.runWorkers, assignment);
     await tick();
     runClosed(old);
     expect(String(await first)).toMatch(/NOT_FOUND/);
@@ -126,14 +148,14 @@ describe('createNodeActivities with an injected startGroup', () => {
     g.end({ state: 'succeeded', exits: [] });
     await expect(next).resolves.toEqual({ state: 'succeeded' });
     // A run adopting a round that already ended gets its result, not new workers.
-    await expect(new MockActivityEnvironment().run(node.activities.runWorkers, assignment)).resolves.toEqual({ state: 'succeeded' });
+    await expect(mockEnv().run(node.activities.runWorkers, assignment)).resolves.toEqual({ state: 'succeeded' });
     expect(g.started).toHaveLength(1);
   });
 
   it('workers nobody adopts within the window are stopped, and a run adopting them then hears they were stopped', async () => {
     const g = fakeGroup();
     const node = activities(g.startGroup, 200);
-    const old = new MockActivityEnvironment();
+    const old = mockEnv();
     const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
     await waitUntil(() => g.started.length === 1);
     runClosed(old);
@@ -142,7 +164,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     await waitUntil(() => g.stops.length > 0);
     expect(g.stops).toEqual(['not adopted within 0.2s']);
     // Adopting a stopped group reports it stopped (the job then counts the node lost and restarts).
-    await expect(new MockActivityEnvironment().run(node.activities.runWorkers, assignment)).rejects.toThrow(/were stopped: not adopted/);
+    await expect(mockEnv().run(node.activities.runWorkers, assignment)).rejects.toThrow(/were stopped: not adopted/);
   });
 });
 
@@ -155,7 +177,7 @@ describe('a pool agent (checkLaunch injected)', () => {
       checkLaunch: async (l) => ({ refused: null, launch: { ...l, entrypoint: { ...l.entrypoint, script: '/real/train.py' } }, passEnv: ['TEMPORAL_NAMESPACE'] }),
     });
     const launch = { entrypoint: { script: '/link/train.py', args: [], module: false, noPython: false }, env: { SEED: '1' } };
-    const result = new MockActivityEnvironment().run(node.activities.runWorkers, { ...assignment, launch });
+    const result = mockEnv().run(node.activities.runWorkers, { ...assignment, launch });
     await waitUntil(() => g.started.length === 1);
     const [w] = g.started[0].workers;
     expect(w.args).toEqual(['-u', '/real/train.py']);

@@ -26,6 +26,11 @@ async function timerSummaries(handle: WorkflowHandle): Promise<Array<string | un
     });
 }
 
+/** Polls `cond` every 100 ms for at most 10 s (the caller's expect then says what was wrong). */
+async function until(cond: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
 async function expectReplays(handle: WorkflowHandle): Promise<void> {
   await expect(Worker.runReplayHistory({ workflowsPath, replayName: handle.workflowId }, await handle.fetchHistory())).resolves.toBeUndefined();
 }
@@ -50,8 +55,11 @@ test('join timeout, last call and the lobby\'s idle timer say what they are for'
       // It waits for its first node, then one of up to two joins: a last call for the second.
       const waiting = await startJob(o, spec(`${id}-last-call`, { lastCallTimeoutMs: 60_000 }));
       started.push(waiting);
+      // The join comes once the job waits on its join timeout: a join that reached the job with
+      // its start (in its first workflow task) would leave it nothing to wait for.
+      await until(async () => (await timerSummaries(waiting)).length === 1);
       await waiting.signal(lobbyBatchSignal, [{ kind: 'join', req: { nodeId: 'n1', address: '127.0.0.1', slots: 1, role: 'default', entrypoint: { script: 'train.py', args: [], module: false, noPython: false } } }]);
-      for (let i = 0; i < 50 && (await timerSummaries(waiting)).length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+      await until(async () => (await timerSummaries(waiting)).length >= 2);
       expect(await timerSummaries(waiting)).toEqual(['join timeout: fails the job unless min 1 node(s) are here', 'last call for more nodes (up to max 2)']);
 
       // A lobby with nothing to forward ends after its idle timer.
