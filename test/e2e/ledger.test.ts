@@ -6,47 +6,35 @@
 import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import path from 'node:path';
-import pg from 'pg';
 import { jobTimeline } from '../../src/ledger/store';
 import { testAddress } from '../setup/temporal';
-import { startPostgres, type TestPostgres } from '../setup/postgres';
+import { postgresPerFile } from '../setup/postgres';
 import { FAST_RDZV, WORKER, e2eSuite, type Agent, finish, startAgent, startTelastic, status, tmpDir, uniqueJobId, waitFor, waitForRound } from './harness';
 
 const e2e = e2eSuite();
-let db: TestPostgres;
-let pool: pg.Pool;
-
-beforeAll(async () => {
-  db = await startPostgres();
-  pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  pool.on('error', () => undefined);
-});
-afterAll(async () => {
-  await pool?.end();
-  await db?.destroy();
-});
+const postgres = postgresPerFile({ max: 2 });
 
 test('a job is recorded round by round; PostgreSQL stopped mid-job loses no record and doubles none', async () => {
   const job = uniqueJobId('ledger');
   const queue = `tq-${job}`;
-  const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], { DATABASE_URL: db.url, TELASTIC_LEDGER: undefined });
+  const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], { DATABASE_URL: postgres.db.url, TELASTIC_LEDGER: undefined });
   e2e.agents.push(controller);
-  await waitFor('the ledger migrated', async () => (await pool.query("SELECT to_regclass('rounds') AS t")).rows[0].t !== null, 30_000);
+  await waitFor('the ledger migrated', async () => (await postgres.pool.query("SELECT to_regclass('rounds') AS t")).rows[0].t !== null, 30_000);
   const out = tmpDir('ledger');
   const args = ['--nnodes', '2', '--max-restarts', '2', '--no-coordinator', '--task-queue', queue, '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out, '--crash-rank', '1'];
   const agents = ['ledger-a', 'ledger-b'].map((n) => startAgent(testAddress(), n, args));
   e2e.agents.push(...agents);
   // Round 1 fails (rank 1 exits 3) and is recorded; then the database goes away.
   await waitForRound(e2e.conn, job, (s) => s.restarts === 1);
-  await waitFor('round 1 recorded', async () => (await jobTimeline(pool, job)).rounds.length >= 1, 30_000);
-  await db.stop();
+  await waitFor('round 1 recorded', async () => (await jobTimeline(postgres.pool, job)).rounds.length >= 1, 30_000);
+  await postgres.db.stop();
   finish(out);
   expect(await Promise.all(agents.map((a) => a.exited))).toEqual([0, 0]);
   expect((await status(e2e.conn, job)).state).toBe('succeeded');
 
-  await db.start();
+  await postgres.db.start();
   const t = await waitFor('the job recorded to its end', async () => {
-    const tl = await jobTimeline(pool, job);
+    const tl = await jobTimeline(postgres.pool, job);
     return tl.job?.state === 'succeeded' ? tl : null;
   }, 90_000);
   const s = await status(e2e.conn, job);
@@ -64,10 +52,10 @@ test('a job is recorded round by round; PostgreSQL stopped mid-job loses no reco
 test('a node that fails twice is quarantined: the job goes on without it, and takes it back once released', async () => {
   const job = uniqueJobId('quarantine');
   const queue = `tq-${job}`;
-  const env = { DATABASE_URL: db.url, TELASTIC_QUARANTINE_AFTER: '2', TELASTIC_LEDGER: undefined };
+  const env = { DATABASE_URL: postgres.db.url, TELASTIC_QUARANTINE_AFTER: '2', TELASTIC_LEDGER: undefined };
   const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], env);
   e2e.agents.push(controller);
-  await waitFor('the ledger migrated', async () => (await pool.query("SELECT to_regclass('quarantine') AS t")).rows[0].t !== null, 30_000);
+  await waitFor('the ledger migrated', async () => (await postgres.pool.query("SELECT to_regclass('quarantine') AS t")).rows[0].t !== null, 30_000);
   const out = tmpDir('quarantine');
   // Rank 1 (group rank 1's only worker) crashes in the first two rounds: both failures are its node's.
   const args = ['--nnodes', '1:2', '--max-restarts', '3', '--no-coordinator', '--task-queue', queue, '--rdzv-id', job, ...FAST_RDZV, WORKER, '--out', out, '--crash-rank', '1', '--crash-times', '2'];
@@ -79,9 +67,9 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
   expect(kept.quarantined![0].reason).toMatch(/^2 failures in 1h00m \(1 job\); last: /);
   expect(kept.nodes.find((n) => n.nodeId === bad)?.state).toBe('quarantined');
   expect(kept.nodes.find((n) => n.state === 'running')?.nodeId).not.toBe(bad);
-  const before = await jobTimeline(pool, job);
+  const before = await jobTimeline(postgres.pool, job);
   expect(before.failures.map((f) => f.nodeId)).toEqual([bad, bad]);
-  await waitFor('the quarantine recorded', async () => (await jobTimeline(pool, job)).nodeEvents.some((e) => e.event === 'quarantine' && e.nodeId === bad), 30_000);
+  await waitFor('the quarantine recorded', async () => (await jobTimeline(postgres.pool, job)).nodeEvents.some((e) => e.event === 'quarantine' && e.nodeId === bad), 30_000);
 
   // The next job: the quarantined node joins it too (another agent with its node id) and is kept
   // out; the job runs on the other node. Its first round may form before the ledger answered (the
@@ -108,7 +96,7 @@ test('a node that fails twice is quarantined: the job goes on without it, and ta
   finish(out);
   expect(await Promise.all(agents.map((a) => a.exited))).toEqual([0, 0]);
   const t = await waitFor('the job recorded to its end', async () => {
-    const tl = await jobTimeline(pool, job);
+    const tl = await jobTimeline(postgres.pool, job);
     return tl.job?.state === 'succeeded' ? tl : null;
   }, 60_000);
   expect(t.nodeEvents.filter((e) => e.nodeId === bad && ['quarantine', 'release'].includes(e.event)).map((e) => e.event)).toEqual(['quarantine', 'release']);

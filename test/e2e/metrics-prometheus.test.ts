@@ -70,7 +70,15 @@ test('/readyz: 503 before the server is reachable, 200 once the controller polls
   expect(await get(`${base}/readyz`)).toEqual({ code: 503, body: 'not ready: not connected to Temporal yet\n' });
 
   const server = await startPrivateServer({ port: serverPort });
-  const ready = await waitFor('readyz 200', async () => ((await get(`${base}/readyz`)).code === 200 ? get(`${base}/readyz`) : null), 60_000);
+  // The controller waits out the missing server with backoff, then starts its workers: generous.
+  let said = '';
+  const ready = await waitFor('readyz 200', async () => {
+    const r = await get(`${base}/readyz`);
+    said = `${r.code} ${r.body.trim()}`;
+    return r.code === 200 ? r : null;
+  }, 120_000).catch((err: Error) => {
+    throw new Error(`${err.message}; /readyz last said ${said}; the controller:\n${c.output().trim().split('\n').slice(-8).join('\n')}`);
+  });
   expect(ready).toEqual({ code: 200, body: 'ready\n' });
 
   await server.stop();
@@ -80,7 +88,7 @@ test('/readyz: 503 before the server is reachable, 200 once the controller polls
   }, 30_000);
   expect(down.body).toMatch(/^not ready: Temporal unreachable: .+\n$/);
   expect((await get(`${base}/healthz`)).code).toBe(200);
-});
+}, 240_000);
 
 test('Prometheus sees a 4-node job at world size 4, then 2 after kill -9 of two agents; restarts by cause, recovery, and every dashboard query', async () => {
   const job = uniqueJobId('prom');

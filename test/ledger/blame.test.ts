@@ -4,7 +4,6 @@
  * prepare finds node b gone), written to a real PostgreSQL, read back, shown by `history` and
  * counted by `report`.
  */
-import pg from 'pg';
 import * as d from '../../src/job/decide';
 import { jobSpecSchema } from '../../src/job/spec';
 import { initialState, type JobState } from '../../src/job/state';
@@ -13,22 +12,10 @@ import { isRecorded, jobFigures } from '../../src/ledger/figures';
 import { historyText } from '../../src/ledger/history-text';
 import { migrate } from '../../src/ledger/migrate';
 import { jobTimeline, writeRecords, type LedgerRecord } from '../../src/ledger/store';
-import { startPostgres, type TestPostgres } from '../setup/postgres';
+import { postgresPerFile } from '../setup/postgres';
 import { at } from './records';
 
-let db: TestPostgres;
-let pool: pg.Pool;
-
-beforeAll(async () => {
-  db = await startPostgres();
-  pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  pool.on('error', () => undefined);
-  await migrate(pool);
-});
-afterAll(async () => {
-  await pool?.end();
-  await db?.destroy();
-});
+const postgres = postgresPerFile({ max: 2, migrate });
 
 const spec = jobSpecSchema.parse({ jobId: 'blame', minNodes: 1, maxNodes: 2, nprocPerNode: 2, entrypoint: { script: 'train.py', args: [] } });
 const node = (nodeId: string) => ({ nodeId, address: `${nodeId}.local`, slots: 2, joinedAt: 0 });
@@ -66,12 +53,12 @@ test('history and report name the lost node, not the survivor whose worker faile
   // In batches as the outbox flushes them: the amend arrives after its round's end was written.
   const cut = records.findIndex((r) => r.kind === 'roundCause');
   expect(cut).toBeGreaterThan(0);
-  await writeRecords(pool, records.slice(0, cut));
-  expect((await jobTimeline(pool, 'blame')).rounds[0]).toMatchObject({ round: 1, endReason: 'failure: [rank3]: RuntimeError: Connection reset by peer' });
-  expect(await writeRecords(pool, records.slice(cut))).toBe(records.length - cut);
-  expect(await writeRecords(pool, records)).toBe(0); // a retried batch changes nothing
+  await writeRecords(postgres.pool, records.slice(0, cut));
+  expect((await jobTimeline(postgres.pool, 'blame')).rounds[0]).toMatchObject({ round: 1, endReason: 'failure: [rank3]: RuntimeError: Connection reset by peer' });
+  expect(await writeRecords(postgres.pool, records.slice(cut))).toBe(records.length - cut);
+  expect(await writeRecords(postgres.pool, records)).toBe(0); // a retried batch changes nothing
 
-  const t = await jobTimeline(pool, 'blame');
+  const t = await jobTimeline(postgres.pool, 'blame');
   if (!isRecorded(t)) throw new Error('job not recorded');
   const round1 = t.rounds[0]!;
   // The end keeps its time and place; only its reason is the settled one.
@@ -87,10 +74,10 @@ test('history and report name the lost node, not the survivor whose worker faile
 
 test('a cause for a round whose end is not recorded changes nothing', async () => {
   const base = { jobId: 'blame-2', at: at(0) };
-  await writeRecords(pool, [
+  await writeRecords(postgres.pool, [
     { ...base, kind: 'job', seq: 1, spec: {}, state: 'waiting' },
     { ...base, kind: 'roundStarted', seq: 2, round: 1, members: [{ nodeId: 'a', groupRank: 0, address: 'a' }], worldSize: 2 },
   ]);
-  expect(await writeRecords(pool, [{ ...base, kind: 'roundCause', seq: 3, round: 1, reason: 'failure: node b lost' }])).toBe(0);
-  expect((await jobTimeline(pool, 'blame-2')).rounds[0]).toMatchObject({ endedAt: null, endReason: null });
+  expect(await writeRecords(postgres.pool, [{ ...base, kind: 'roundCause', seq: 3, round: 1, reason: 'failure: node b lost' }])).toBe(0);
+  expect((await jobTimeline(postgres.pool, 'blame-2')).rounds[0]).toMatchObject({ endedAt: null, endReason: null });
 });

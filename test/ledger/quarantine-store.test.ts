@@ -1,22 +1,10 @@
 /** checkQuarantine against a real PostgreSQL 15: counting across jobs, recording, release. */
-import pg from 'pg';
 import { migrate } from '../../src/ledger/migrate';
 import { checkQuarantine } from '../../src/ledger/quarantine';
 import { writeRecords, type LedgerRecord } from '../../src/ledger/store';
-import { startPostgres, type TestPostgres } from '../setup/postgres';
+import { postgresPerFile } from '../setup/postgres';
 
-let db: TestPostgres;
-let pool: pg.Pool;
-
-beforeAll(async () => {
-  db = await startPostgres();
-  pool = new pg.Pool({ connectionString: db.url, max: 4 });
-  await migrate(pool);
-});
-afterAll(async () => {
-  await pool?.end();
-  await db?.destroy();
-});
+const postgres = postgresPerFile({ max: 4, migrate });
 
 const now = Date.UTC(2026, 0, 1, 12);
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -30,17 +18,17 @@ function failingJob(jobId: string, nodeId: string, times: number[]): LedgerRecor
 const policy = { failures: 3, windowMs: 3_600_000 };
 
 test('failures across jobs quarantine a node once; the others are not; a release lets it back until it fails again', async () => {
-  await writeRecords(pool, failingJob('q-1', 'bad', [now - 50_000, now - 40_000]));
-  await writeRecords(pool, failingJob('q-2', 'bad', [now - 30_000]));
-  await writeRecords(pool, failingJob('q-3', 'flaky', [now - 7_200_000, now - 20_000, now - 10_000]));
-  const first = await checkQuarantine(pool, ['bad', 'flaky', 'fine'], policy, now);
+  await writeRecords(postgres.pool, failingJob('q-1', 'bad', [now - 50_000, now - 40_000]));
+  await writeRecords(postgres.pool, failingJob('q-2', 'bad', [now - 30_000]));
+  await writeRecords(postgres.pool, failingJob('q-3', 'flaky', [now - 7_200_000, now - 20_000, now - 10_000]));
+  const first = await checkQuarantine(postgres.pool, ['bad', 'flaky', 'fine'], policy, now);
   expect(first).toEqual([{ nodeId: 'bad', reason: '3 failures in 1h00m (2 jobs); last: boom 1' }]);
   // Asked again (another job, later): the same row, the first reason.
-  expect(await checkQuarantine(pool, ['bad'], policy, now + 1000)).toEqual(first);
-  expect((await pool.query('SELECT count(*)::int AS n FROM quarantine')).rows[0].n).toBe(1);
+  expect(await checkQuarantine(postgres.pool, ['bad'], policy, now + 1000)).toEqual(first);
+  expect((await postgres.pool.query('SELECT count(*)::int AS n FROM quarantine')).rows[0].n).toBe(1);
 
-  await pool.query('UPDATE quarantine SET released_at = $2 WHERE node_id = $1', ['bad', new Date(now + 2000)]);
-  expect(await checkQuarantine(pool, ['bad'], policy, now + 3000)).toEqual([]);
-  await writeRecords(pool, failingJob('q-4', 'bad', [now + 4000, now + 5000, now + 6000]));
-  expect(await checkQuarantine(pool, ['bad'], policy, now + 7000)).toEqual([{ nodeId: 'bad', reason: '3 failures in 1h00m (1 job); last: boom 3' }]);
+  await postgres.pool.query('UPDATE quarantine SET released_at = $2 WHERE node_id = $1', ['bad', new Date(now + 2000)]);
+  expect(await checkQuarantine(postgres.pool, ['bad'], policy, now + 3000)).toEqual([]);
+  await writeRecords(postgres.pool, failingJob('q-4', 'bad', [now + 4000, now + 5000, now + 6000]));
+  expect(await checkQuarantine(postgres.pool, ['bad'], policy, now + 7000)).toEqual([{ nodeId: 'bad', reason: '3 failures in 1h00m (1 job); last: boom 3' }]);
 });

@@ -109,3 +109,33 @@ function watch(dir: string, [cmd, argv]: [string, string[]]): ChildProcess {
   child.unref();
   return child;
 }
+
+/**
+ * A throwaway PostgreSQL and a pool on it for the calling test file: started before its tests
+ * (migrated when `migrate` is given), pool ended and cluster deleted after them.
+ */
+export function postgresPerFile(o: { max?: number; migrate?: (pool: import('pg').Pool) => Promise<unknown> } = {}): { readonly db: TestPostgres; readonly pool: import('pg').Pool } {
+  let db: TestPostgres | undefined;
+  let pool: import('pg').Pool | undefined;
+  beforeAll(async () => {
+    const { Pool } = await import('pg');
+    db = await startPostgres();
+    pool = new Pool({ connectionString: db.url, max: o.max ?? 2 });
+    pool.on('error', () => undefined); // a test that stops the server drops idle connections
+    await o.migrate?.(pool);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.destroy();
+  });
+  return {
+    get db() {
+      if (!db) throw new Error('postgresPerFile: used before its beforeAll ran');
+      return db;
+    },
+    get pool() {
+      if (!pool) throw new Error('postgresPerFile: used before its beforeAll ran');
+      return pool;
+    },
+  };
+}

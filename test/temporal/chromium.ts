@@ -47,6 +47,8 @@ export interface LaunchOptions {
 }
 
 const BODY_TEXT = 'document.body ? document.body.innerText : ""';
+/** What the Temporal Web UI shows when a call to its server failed. */
+const UI_ERROR_PAGE = "Uh oh. There's an error.";
 
 /** Launches chromium with its profile (and the `wrap` script, if any) in `dir`, which it creates. */
 export async function launchChromium(dir: string, o: LaunchOptions = {}): Promise<Chromium> {
@@ -77,6 +79,7 @@ export async function launchChromium(dir: string, o: LaunchOptions = {}): Promis
     page.on('response', (res) => {
       const r = seen.get(res.request());
       if (r) r.status = res.status();
+      if (res.status() >= 500) log.push(`${res.status()}: ${res.request().method()} ${res.url()}`);
     });
     page.on('requestfailed', (req) => {
       const r = seen.get(req);
@@ -88,14 +91,28 @@ export async function launchChromium(dir: string, o: LaunchOptions = {}): Promis
     page.on('pageerror', (e) => log.push(`page error: ${String(e)}`));
     await page.goto(url, { waitUntil: 'domcontentloaded' });
 
+    /**
+     * Waits for `needle` in the page's text. The Temporal Web UI shows its error page when its
+     * server could not reach Temporal yet (a 503 just after start): then the page is reloaded,
+     * as a user would, until the time is up.
+     */
     async function waitForText(needle: string, timeoutMs: number): Promise<string> {
-      try {
-        await page.waitForFunction(`(${BODY_TEXT}).includes(${JSON.stringify(needle)})`, { timeout: timeoutMs, polling: 'mutation' });
-      } catch (err) {
-        const shown = await page.evaluate(BODY_TEXT).catch((e: Error) => `(unreadable: ${e.message})`);
-        throw new Error(`the page never showed ${needle} in ${timeoutMs} ms (${(err as Error).message}); it shows:\n${shown}\nbrowser log:\n${log.join('\n')}`);
+      const deadline = Date.now() + timeoutMs;
+      const found = `(${BODY_TEXT}).includes(${JSON.stringify(needle)})`;
+      const failed = `(${BODY_TEXT}).includes(${JSON.stringify(UI_ERROR_PAGE)})`;
+      for (;;) {
+        try {
+          await page.waitForFunction(`${found} || ${failed}`, { timeout: Math.max(1, deadline - Date.now()), polling: 'mutation' });
+          if (await page.evaluate(found)) return (await page.evaluate(BODY_TEXT)) as string;
+          log.push(`the UI showed its error page: reloading`);
+          await new Promise((r) => setTimeout(r, 500));
+          await page.reload({ waitUntil: 'domcontentloaded' });
+        } catch (err) {
+          if (Date.now() < deadline) continue;
+          const shown = await page.evaluate(BODY_TEXT).catch((e: Error) => `(unreadable: ${e.message})`);
+          throw new Error(`the page never showed ${needle} in ${timeoutMs} ms (${(err as Error).message}); it shows:\n${shown}\nbrowser log:\n${log.join('\n')}`);
+        }
       }
-      return (await page.evaluate(BODY_TEXT)) as string;
     }
     return { requests, log, waitForText };
   }
