@@ -11,9 +11,9 @@ import { execFile } from 'node:child_process';
 import { copyFileSync, linkSync, writeFileSync } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { findCheckpoints, findLatestCheckpoint } from '../../src/checkpoints';
+import { lagDuring } from './lag';
 import { makeFixtures, manifestDir, place, placeTruncated, removeDir, tempDir } from './helpers';
 
 const CHECKPOINTS = 50_000;
@@ -78,27 +78,6 @@ afterAll(async () => {
   await removeDir(fx.dir);
 }, 120_000);
 
-/** The event loop's worst delay while `fn` runs: a 10 ms timer's lateness, and perf_hooks' view. */
-async function lagDuring<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number; timerLagMs: number; loopDelayMs: number }> {
-  const every = 10;
-  const histogram = monitorEventLoopDelay({ resolution: every });
-  let last = performance.now();
-  let timerLagMs = 0;
-  const probe = setInterval(() => {
-    const now = performance.now();
-    timerLagMs = Math.max(timerLagMs, now - last - every);
-    last = now;
-  }, every);
-  histogram.enable();
-  const t0 = performance.now();
-  try {
-    const result = await fn();
-    return { result, ms: Math.round(performance.now() - t0), timerLagMs: Math.round(timerLagMs), loopDelayMs: Math.round(histogram.max / 1e6) };
-  } finally {
-    clearInterval(probe);
-    histogram.disable();
-  }
-}
 
 describe(`${CHECKPOINTS} checkpoints, newer broken ones, other names`, () => {
   it('finds ckpt_049999.pt, stopping there, and reports the newer broken ones', async () => {
