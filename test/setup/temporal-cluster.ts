@@ -248,10 +248,16 @@ dynamicConfigClient:
 `;
 }
 
-/** Until the service's gRPC health check says SERVING (history: its shards acquired, then 5 s). */
+/**
+ * Until the service's gRPC health check says SERVING. History says so 5 s after it has acquired its
+ * shards (service/history/service.go: "a few seconds for stabilization"); it serves them meanwhile.
+ */
 async function waitServing(service: Service, port: number, child: ChildProcess, timeoutMs: number, log: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const conn = Connection.lazy({ address: `127.0.0.1:${port}`, connectTimeout: 2_000 });
+  // gRPC's reconnect backoff (1 s, growing 1.6 times per failed attempt) would have the check
+  // notice a service that came up seconds late; retry the connection every 100-200 ms instead.
+  const channelArgs = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 200 };
+  const conn = Connection.lazy({ address: `127.0.0.1:${port}`, connectTimeout: 2_000, channelArgs });
   try {
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) {
