@@ -16,6 +16,8 @@ CACHE=${TELASTIC_CACHE_DIR:-$HOME/.cache/telastic}
 DIR="$CACHE/temporal-server-$VERSION"
 if [ -f "$DIR/.complete" ]; then echo "$DIR"; exit 0; fi
 
+# Go where the machine keeps it when it is not on PATH (the official tarball's place).
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="/usr/local/go/bin:$PATH"; fi
 command -v go >/dev/null || { echo "setup: building the Temporal server needs Go (any version that can fetch go1.27.3 from the Go module proxy)" >&2; exit 1; }
 export GOTOOLCHAIN=go1.27.3 GOFLAGS=-trimpath
 echo "setup: building the Temporal server $VERSION and its schema tool from source with Go into $DIR (first time only: several minutes of CPU)" >&2
