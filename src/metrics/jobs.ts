@@ -69,6 +69,10 @@ export function stepJob(prev: JobTrack | undefined, s: JobSample, now: number, m
     // Only a failure's interruption is a recovery; a join, drain or scale costs no restart.
     if (stoppedAt !== null && s.restarts > restartsWhenStopped) recoverySeconds = (midpoint - stoppedAt) / 1000;
     stoppedAt = null;
+  } else if (s.state === 'running' && prev.state === 'running' && s.restarts > prev.restarts) {
+    // Stopped and running again between two samples (a fast recovery, or a late sample): it took
+    // less than the gap; half of it is the estimate, as the midpoints give everywhere else.
+    recoverySeconds = (now - prev.at) / 2 / 1000;
   }
   const added = s.restarts - prev.restarts;
   const track: JobTrack = { at: now, state: s.state, restarts: s.restarts, stoppedAt, restartsWhenStopped, runningMs, observedMs };

@@ -46,6 +46,12 @@ test('a membership change (a joiner, a drain, a scale) stops the workers but is 
   expect(steps.every((s) => s.restarts === null)).toBe(true);
 });
 
+test('a failure and its recovery both between two running samples: one recovery, shorter than the gap', () => {
+  const steps = run([[0, job('running')], [1000, job('running')], [3000, job('running', 1, lost)], [4000, job('running', 1, lost)]]);
+  expect(steps.map((s) => s.recoverySeconds)).toEqual([null, null, 1, null]);
+  expect(steps[2].restarts).toEqual({ cause: 'node_lost', count: 1 });
+});
+
 test('two restarts between samples count two, under the latest root cause', () => {
   const crash = { nodeId: 'a', rank: 3, exitCode: 1, signal: null, message: null };
   const steps = run([[0, job('running')], [1000, job('running', 2, crash)]]);
