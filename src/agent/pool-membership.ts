@@ -39,6 +39,8 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
   const register = (node: RunningNode): RegisterRequest => ({ nodeId: node.nodeId, address: node.localAddr, slots: o.slots, labels: o.labels, incarnation, heartbeatTimeoutMs: o.heartbeatTimeoutMs });
   const view = (node: RunningNode) => node.client.connection.withDeadline(Date.now() + 5000, () => poolNodeState(node.client, o.pool, node.nodeId)).catch(() => null);
   let registeredAt = 0;
+  /** What the last answered poll said of this run's node. */
+  let lastView: PoolNodeView | null = null;
 
   return {
     what: `pool ${o.pool}`,
@@ -70,6 +72,7 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
         }
         if (mine) {
           last = v;
+          lastView = v;
           // Workers of a job that no longer holds the node (its rounds stop them; this is the backstop).
           await node.activities.stopStale(v.jobId, askedAt, 'the node is no longer granted to their job');
           if (v.jobId && ++polls % JOB_CHECK_EVERY === 0) await checkJob(node, v.jobId);
@@ -85,6 +88,9 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
     // The pool tells the job the node serves, which re-forms without it at once.
     sendLeave: (node) => departFromPool(node.client, o.pool, { nodeId: node.nodeId, incarnation }),
     async released(node) {
+      // A free node serves no job: nothing re-forms, so its leave needs no answer (and a stop of
+      // the whole stack, controllers first, does not wait out leaveWaitMs here).
+      if (lastView?.state === 'free' && lastView.jobId === null) return true;
       const v = await poolNodeState(node.client, o.pool, node.nodeId);
       return v.incarnation !== incarnation || v.state === 'unknown';
     },

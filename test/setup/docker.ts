@@ -7,12 +7,18 @@
  *     sysctls stay as they were. Builds use the host's network (`npm ci` reaches the registry);
  *     compose's own networks are bridges without NAT, and published ports are docker-proxy
  *     listeners on the host.
+ * Names outside the containers' networks get an instant NXDOMAIN: with no NAT the host's own
+ * resolver is out of the containers' reach, and Docker's embedded DNS would forward every query it
+ * cannot answer (an AAAA for a service name, say) there and wait, which stalls gRPC's resolver in
+ * the Temporal CLI for its whole deadline. So the daemon's `--dns` is a tiny responder of the
+ * test's own on the host's address, which answers every query NXDOMAIN at once.
  * At start it removes every container, network and volume an earlier run left (a run killed
  * before its cleanup): everything in this daemon is the tests'.
  *
  * The compose plugin (scripts/setup-docker.sh) is found through DOCKER_CONFIG's cli-plugins.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,6 +67,27 @@ function findBinary(name: string): string | null {
   return null;
 }
 
+/**
+ * A DNS server on the host's first non-loopback IPv4 address, port 53, that answers every query
+ * with NXDOMAIN and no records (the question echoed, as resolvers expect).
+ */
+async function startNxdomainResponder(): Promise<{ address: string; close(): void }> {
+  const address = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+  if (!address) throw new Error('no non-loopback IPv4 address on this host for the containers\' DNS');
+  const sock = dgram.createSocket('udp4');
+  sock.on('message', (q, from) => {
+    if (q.length < 12) return;
+    let end = 12; // the first question: labels up to the root, then type and class
+    while (end < q.length && q[end] !== 0) end += q[end] + 1;
+    if (end + 5 > q.length) return;
+    const header = Buffer.from([q[0], q[1], 0x80 | (q[2] & 0x01), 0x83, q[4], q[5], 0, 0, 0, 0, 0, 0]);
+    sock.send(Buffer.concat([header, q.subarray(12, end + 5)]), from.port, from.address);
+  });
+  await new Promise<void>((resolve, reject) => { sock.once('error', reject); sock.bind(53, address, () => resolve()); });
+  sock.unref();
+  return { address, close: () => sock.close() };
+}
+
 /** Lazily unmounts every mount below `dir`, deepest first. */
 function unmountUnder(dir: string): void {
   const points = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1]).filter((m) => m && m.startsWith(`${dir}/`));
@@ -84,13 +111,14 @@ export async function startDocker(): Promise<TestDocker> {
   const env = { ...process.env, DOCKER_HOST: `unix://${socket}`, DOCKER_CONFIG: config, DOCKER_CLI_HINTS: 'false', BUILDKIT_PROGRESS: 'plain' };
   const logTail = (lines = 20) => (existsSync(logFile) ? readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '');
 
+  const dns = await startNxdomainResponder();
   const log = openSync(logFile, 'a');
   let proc: ChildProcess;
   try {
     proc = spawn(dockerd, [
       '--host', `unix://${socket}`, '--data-root', dataRoot, '--exec-root', path.join(dir, 'exec'),
       '--pidfile', path.join(dir, 'dockerd.pid'), '--iptables=false', '--ip-forward=false', '--ip-masq=false',
-      '--bridge=none', '--userland-proxy=true', '--storage-driver=overlay2',
+      '--bridge=none', '--userland-proxy=true', '--storage-driver=overlay2', '--dns', dns.address,
     ], { stdio: ['ignore', log, log], detached: true });
   } finally {
     closeSync(log);
@@ -118,6 +146,7 @@ export async function startDocker(): Promise<TestDocker> {
       await exited;
       clearTimeout(timer);
     }
+    dns.close();
     unmountUnder(dir); // the default netns dockerd bind-mounts into its exec root, if it left it
     rmSync(dir, { recursive: true, force: true });
   };
