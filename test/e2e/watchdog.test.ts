@@ -63,7 +63,7 @@ test('telastic run: the rank hung inside expires(after=2) is killed by its timer
   const hang = evs.find((e) => e.ev === 'hang')!;
   expect(hang).toMatchObject({ rank: 1, attempt: 0, step: HANG_AT });
   const first = evs.filter((e) => e.attempt === 0 && e.ev === 'step').map((e) => e.step);
-  expect(Math.max(...first)).toBe(HANG_AT - 1); // nobody got past the hung step
+  expect(Math.max(...first.map(Number))).toBe(HANG_AT - 1); // nobody got past the hung step
   // The hung process is gone, killed by its timer (not by a shutdown: it is reported below).
   expect(running(hang.pid)).toBe(false);
   const again = evs.filter((e) => e.attempt === 1);
