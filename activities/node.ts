@@ -11,7 +11,8 @@ import path from 'node:path';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Entrypoint } from '../src/job/spec';
 import type { LaunchCheck } from '../src/agent/allow';
-import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec } from '../src/agent/env';
+import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed } from '../src/agent/env';
+import { openTimerFifo, type TimerFifo } from '../src/agent/timer/fifo';
 import { startWorkerGroup } from '../src/agent/workers';
 import type { OutputOptions, Reaper } from '../src/agent/workers/types';
 import { liveRound, type LiveRound } from '../src/agent/workers/live-round';
@@ -135,22 +136,47 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     await mkdir(errorDir, { recursive: true });
     // The agent's interpreter, never the submitter's (PYTHON_EXEC is never taken from a launch).
     const python = resolvePythonExec(deps.baseEnv);
+    const timerFifo = timersServed(baseEnv) ? openTimers(path.join(errorDir, 'watchdog_timer')) : undefined;
     const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
-      const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`) });
+      const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`), timerFile: timerFifo?.path });
       return { localRank, rank: a.rankOffset + localRank, ...buildCommand(entrypoint, localRank, python), env };
     });
     const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
-    const group = (deps.startGroup ?? startWorkerGroup)({
-      workers,
-      shutdownTimeoutMs: deps.shutdownTimeoutMs,
-      output: { ...deps.output, logDir },
-      reaper: deps.reaper,
-    });
+    let group: ReturnType<typeof startWorkerGroup>;
+    try {
+      group = (deps.startGroup ?? startWorkerGroup)({
+        workers,
+        shutdownTimeoutMs: deps.shutdownTimeoutMs,
+        output: { ...deps.output, logDir },
+        reaper: deps.reaper,
+        timerFifo,
+        log: deps.log,
+      });
+    } catch (err) {
+      timerFifo?.close();
+      throw err;
+    }
+    // The group closes it when it ends; a stand-in group (bench/scale-sim.ts) may not.
+    if (timerFifo) void group.wait().finally(() => timerFifo.close());
     current = liveRound(a.jobId, a.round, group);
     startedAt = Date.now();
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
     deps.onWorkersStarted?.(a, group.pids);
     return current;
+  }
+
+  /**
+   * The round's watchdog FIFO (torch.distributed.elastic.timer), always in the agent's own run
+   * directory: never a path the environment names, which would let a submitter's launch choose
+   * a file for the agent to replace. A FIFO that cannot be made leaves the round without timers.
+   */
+  function openTimers(file: string): TimerFifo | undefined {
+    try {
+      return openTimerFifo(file);
+    } catch (err) {
+      deps.log.warn({ file, err: (err as Error).message }, 'cannot create the watchdog timer FIFO: torch timers are not served this round');
+      return undefined;
+    }
   }
 
   async function watch(ctx: Context, a: RoundAssignment, live: LiveRound): Promise<RunWorkersResult> {

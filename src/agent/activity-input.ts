@@ -45,7 +45,7 @@ const launchSchema = z
   })
   .passthrough();
 
-const checkpointInfoSchema = z.object({ path: filePath, step: nat.nullable(), time: z.string().max(100), kind: z.enum(['file', 'dcp', 'manifest']) }).passthrough();
+const checkpointInfoSchema = z.object({ path: filePath, step: nat.nullable(), time: z.string().max(100), kind: z.enum(['file', 'dcp', 'manifest', 'hf']) }).passthrough();
 
 const assignmentShape = {
   jobId: idSchema,

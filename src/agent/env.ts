@@ -12,6 +12,11 @@ export interface WorkerEnvOptions {
   baseEnv: NodeJS.ProcessEnv | Record<string, string | undefined>;
   /** Where the worker writes its error record (torch's `@record`); see `workerLogPaths`. */
   errorFile: string;
+  /**
+   * TORCHELASTIC_TIMER_FILE: the round's watchdog FIFO when the agent serves torch's timers
+   * (`timersServed`). Replaces any value the environment had; without it the environment's is kept.
+   */
+  timerFile?: string;
   /** TORCHELASTIC_RUN_ID. @default the assignment's jobId (the rendezvous id, as in torchrun) */
   jobRunId?: string;
 }
@@ -55,6 +60,7 @@ export function buildWorkerEnv(a: RoundAssignment, localRank: number, opts: Work
   });
   // torchrun sets this in its own environment when unset and nproc-per-node > 1.
   if (env.OMP_NUM_THREADS === undefined && a.localWorldSize > 1) env.OMP_NUM_THREADS = '1';
+  if (opts.timerFile !== undefined) env.TORCHELASTIC_TIMER_FILE = opts.timerFile;
   if (a.checkpointDir !== undefined) env.TELASTIC_CHECKPOINT_DIR = a.checkpointDir;
   // A resume point inherited from the agent's environment would be stale: only this round's counts.
   if (a.resumeFrom !== undefined) env.TELASTIC_RESUME_FROM = a.resumeFrom;
@@ -72,6 +78,14 @@ export function poolWorkerBaseEnv(agentEnv: NodeJS.ProcessEnv | Record<string, s
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(agentEnv)) if (v !== undefined && (!isAgentOnly(k) || passEnv.includes(k))) env[k] = v;
   return env;
+}
+
+/**
+ * Whether the agent serves torch.distributed.elastic.timer's FIFO: as torchrun's LocalElasticAgent,
+ * when its environment has TORCHELASTIC_ENABLE_FILE_TIMER=1 (torch compares the string to "1").
+ */
+export function timersServed(env: NodeJS.ProcessEnv | Record<string, string | undefined>): boolean {
+  return env.TORCHELASTIC_ENABLE_FILE_TIMER === '1';
 }
 
 /** `PYTHON_EXEC` as torchrun reads it, else `python3` from PATH. */

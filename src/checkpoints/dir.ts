@@ -1,13 +1,15 @@
 /**
  * A directory entry of the checkpoint dir: a manifest directory, a torch.distributed.checkpoint
- * directory, either under a temporary name (a write in progress, or the leftover of one), or
- * something that is not ours (ignored, never pruned).
+ * directory, a Hugging Face Trainer `checkpoint-N` directory, any of them under a temporary name
+ * (a write in progress, or the leftover of one), or something that is not ours (ignored, never
+ * pruned).
  */
 import type { Stats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { mapBounded } from './bounded';
 import { inspectDcp, looksLikeDcp } from './dcp';
+import { inspectTrainer, looksLikeTrainer } from './hf';
 import { isTransient } from './errors';
 import { inspectManifest, MANIFEST } from './manifest';
 import { isTempName, stepFromName } from './names';
@@ -50,10 +52,13 @@ export async function inspectDir(dir: string, name: string, st: Stats, stale: (m
   const base = { path: dir, step, time: new Date(mtimeMs).toISOString() };
   const hasManifest = stats.get(MANIFEST)?.isFile() ?? false;
   const dcp = looksLikeDcp([...stats.keys()]);
+  const trainer = looksLikeTrainer(name, [...stats.keys()]);
   // Only checkpoint-looking directories are ours: a `tmp/` or `.cache/` beside them is not.
-  if (!hasManifest && !dcp) return { state: 'ignored' };
+  if (!hasManifest && !dcp && !trainer) return { state: 'ignored' };
   if (isTempName(name)) {
     return stale(mtimeMs) ? { state: 'skipped', entry: { ...base, reason: 'stale temporary directory' } } : { state: 'ignored' };
   }
-  return hasManifest ? inspectManifest(dir, base) : inspectDcp(stats, base);
+  // A DCP directory may be named checkpoint-N without being Trainer's: its own marks decide first.
+  if (hasManifest) return inspectManifest(dir, base);
+  return dcp ? inspectDcp(stats, base) : inspectTrainer(dir, stats, base);
 }

@@ -8,9 +8,10 @@
  * How a checkpoint was recognised:
  * - `file`: one regular file written to a temporary name and renamed (torch.save and the like);
  * - `dcp`: a `torch.distributed.checkpoint` directory, complete once its `.metadata` exists;
- * - `manifest`: a directory whose `manifest.json` lists every file and its size.
+ * - `manifest`: a directory whose `manifest.json` lists every file and its size;
+ * - `hf`: a Hugging Face Trainer `checkpoint-N` directory, complete once its `trainer_state.json` is.
  */
-export type CheckpointKind = 'file' | 'dcp' | 'manifest';
+export type CheckpointKind = 'file' | 'dcp' | 'manifest' | 'hf';
 
 export interface CheckpointInfo {
   /** Absolute path of the file or directory; what the workers get as `TELASTIC_RESUME_FROM`. */

@@ -5,6 +5,7 @@
  */
 import type { RoundAssignment } from './assignment';
 import { heartbeatIntervalMs } from './groups';
+import { isWatchdogMessage } from '../agent/timer/message';
 import type { JoinRequest, ScaleRequest } from './spec';
 import type { Quarantine } from './quarantine';
 import type { Departure, DepartureReason, Failure, JobState, NodeRecord } from './state';
@@ -249,7 +250,8 @@ export function restartsExhausted(state: JobState): boolean {
  */
 export function describeFailure(f: Omit<Failure, 'round'> & { round?: number }): string {
   const where = f.rank === null ? `node ${f.nodeId}` : `rank ${f.rank} on node ${f.nodeId}`;
-  const how = f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit code ${f.exitCode}` : '';
+  // The agent's watchdog sent the signal, and its message says why: `watchdog timer "x" expired after 60 s`.
+  const how = isWatchdogMessage(f.message) ? '' : f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit code ${f.exitCode}` : '';
   return [where, how, f.message].filter(Boolean).join(': ');
 }
 

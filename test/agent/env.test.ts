@@ -1,5 +1,5 @@
 /** The torchrun contract of one worker: environment and command line. */
-import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec } from '../../src/agent/env';
+import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed } from '../../src/agent/env';
 import type { RoundAssignment } from '../../src/job/assignment';
 
 /** Node B of a 2 nodes × 2 procs job: group rank 1, so its local ranks are global ranks 2 and 3. */
@@ -90,6 +90,13 @@ describe('buildWorkerEnv', () => {
     expect(stale.TELASTIC_CHECKPOINT_DIR).toBe('/shared/ckpt');
   });
 
+  it("TORCHELASTIC_TIMER_FILE: the agent's FIFO replaces the environment's; without one the environment's is kept (torchrun)", () => {
+    const env = { ...base, TORCHELASTIC_TIMER_FILE: '/elsewhere/fifo' };
+    expect(buildWorkerEnv(nodeB, 0, { baseEnv: env, errorFile: '/e', timerFile: '/run/round_4/watchdog_timer' }).TORCHELASTIC_TIMER_FILE).toBe('/run/round_4/watchdog_timer');
+    expect(buildWorkerEnv(nodeB, 0, { baseEnv: env, errorFile: '/e' }).TORCHELASTIC_TIMER_FILE).toBe('/elsewhere/fifo');
+    expect(buildWorkerEnv(nodeB, 0, { baseEnv: base, errorFile: '/e' })).not.toHaveProperty('TORCHELASTIC_TIMER_FILE');
+  });
+
   it('rejects a local rank outside the node', () => {
     expect(() => buildWorkerEnv(nodeB, 2, { baseEnv: {}, errorFile: 'e' })).toThrow('localRank 2 is outside 0..1');
   });
@@ -122,6 +129,11 @@ describe('buildCommand', () => {
   it('refuses module together with noPython', () => {
     expect(() => buildCommand({ ...entry, module: true, noPython: true }, 0, 'python3')).toThrow(/module and noPython/);
   });
+});
+
+test("timersServed: only TORCHELASTIC_ENABLE_FILE_TIMER=1, compared as torch does (the string '1')", () => {
+  expect(timersServed({ TORCHELASTIC_ENABLE_FILE_TIMER: '1' })).toBe(true);
+  for (const v of [undefined, '', '0', 'true', ' 1', '01']) expect(timersServed({ TORCHELASTIC_ENABLE_FILE_TIMER: v })).toBe(false);
 });
 
 describe('resolvePythonExec', () => {

@@ -44,6 +44,16 @@ test('a worker killed by a signal: the signal, not the exit code; no message, no
   expect(failureLine(status({ lastFailure: failure({ rank: 1, exitCode: 0 }) }))).toBe('last failure: rank 1 on node node-b: exit code 0');
 });
 
+test("a worker its watchdog timer killed: the timer is the cause, the agent's signal is not named apart", () => {
+  expect(failureLine(status({ lastFailure: failure({ rank: 2, signal: 'SIGKILL', message: 'watchdog timer "step" expired after 60 s' }) }))).toBe(
+    'last failure: rank 2 on node node-b: watchdog timer "step" expired after 60 s',
+  );
+  // A worker's own message that merely mentions a watchdog keeps its signal.
+  expect(failureLine(status({ lastFailure: failure({ rank: 2, signal: 'SIGABRT', message: 'NCCL watchdog timer fired' }) }))).toBe(
+    'last failure: rank 2 on node node-b: killed by SIGABRT: NCCL watchdog timer fired',
+  );
+});
+
 test('no failure, checkpoint or quarantine: no line for them', () => {
   expect(printStatus(status())).not.toMatch(/last failure|checkpoint|quarantined/);
 });

@@ -59,6 +59,7 @@ describe('describeFailure says only what a failure has', () => {
     [{ rank: null, exitCode: null, signal: null, message: 'node lost: heartbeat timeout' }, 'node b lost: heartbeat timeout'],
     [{ rank: null, exitCode: null, signal: null, message: null }, 'node b lost'],
     [{ rank: null, exitCode: 127, signal: null, message: 'python3: not found' }, 'node b exit 127: python3: not found'],
+    [{ rank: 1, exitCode: null, signal: 'SIGKILL', message: 'watchdog timer "step" expired after 2 s' }, 'node b rank 1: watchdog timer "step" expired after 2 s'],
   ])('%j', (f, text) => {
     expect(describeFailure({ nodeId: 'b', ...f })).toBe(text);
     expect(describeFailure({ nodeId: 'b', ...f })).not.toMatch(/ - |null|undefined/);

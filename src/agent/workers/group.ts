@@ -14,6 +14,7 @@ import { readErrorFileMessage } from './error-file';
 import { prepareOutput, type WorkerOutput } from './output';
 import { terminateGroups } from './process-group';
 import { spawnWorker } from './spawn';
+import { startWatchdog, type Watchdog } from '../timer/watchdog';
 import type { GroupOptions, GroupResult, WorkerExit, WorkerFailure, WorkerGroup, WorkerSpec } from './types';
 
 interface Running {
@@ -23,6 +24,8 @@ interface Running {
   pid: number;
   startedAt: number;
   exit: WorkerExit | null;
+  /** Why the watchdog killed it (its timer expired); its failure's message then. */
+  killedBy: string | null;
   exited: Promise<void>;
   markExited: () => void;
 }
@@ -34,6 +37,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
   let stopping = false;
   let failure: WorkerFailure | null = null;
   let done: Promise<GroupResult> | null = null;
+  let watchdog: Watchdog | null = null;
   let resolveResult: (r: GroupResult) => void = () => {};
   const result = new Promise<GroupResult>((r) => (resolveResult = r));
 
@@ -48,7 +52,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
   const workers: Running[] = opts.workers.map((spec, i) => {
     let markExited = () => {};
     const exited = new Promise<void>((r) => (markExited = r));
-    return { spec, output: outputs[i]!, child: null, pid: 0, startedAt: Date.now(), exit: null, exited, markExited };
+    return { spec, output: outputs[i]!, child: null, pid: 0, startedAt: Date.now(), exit: null, killedBy: null, exited, markExited };
   });
 
   const onExit = (w: Running, exitCode: number | null, signal: string | null, message: string | null = null) => {
@@ -59,7 +63,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     w.markExited();
     if (stopping) return;
     if (exitCode !== 0 || signal !== null) {
-      failure = { localRank, rank, pid: w.pid, exitCode, signal, message, timestamp: now };
+      failure = { localRank, rank, pid: w.pid, exitCode, signal, message: w.killedBy ?? message, timestamp: now };
       void finish('failed');
     } else if (workers.every((x) => x.exit !== null)) {
       void finish('succeeded');
@@ -69,6 +73,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
   const finish = (state: GroupResult['state'], reason: string | null = null): Promise<GroupResult> => {
     if (done !== null) return done;
     stopping = true;
+    watchdog?.stop();
     done = (async (): Promise<GroupResult> => {
       await Promise.resolve(); // a failure during the start loop: let it finish recording pids first
       const pgids = workers.filter((w) => w.pid > 0).map((w) => w.pid);
@@ -77,6 +82,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
       for (const w of workers) if (w.exit === null) w.child?.kill('SIGKILL');
       await Promise.race([Promise.all(workers.map((w) => w.exited)), delay(5_000)]);
       await Promise.all(workers.map((w) => w.output.close(1_000)));
+      opts.timerFifo?.close();
       for (const pgid of pgids) opts.reaper?.untrack(pgid);
 
       const exits = workers.flatMap((w) => (w.exit === null ? [] : [w.exit])).sort((a, b) => a.localRank - b.localRank);
@@ -114,6 +120,18 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     });
   }
 
+  // Started once every pid is known; requests written meanwhile wait in the FIFO's reader.
+  if (opts.timerFifo && !stopping) {
+    watchdog = startWatchdog({
+      fifo: opts.timerFifo,
+      workerPids: () => new Set(workers.filter((w) => w.exit === null && w.pid > 0).map((w) => w.pid)),
+      onExpired: (e, message) => {
+        const w = workers.find((x) => x.pid === e.pid);
+        if (w && w.killedBy === null) w.killedBy = message;
+      },
+      log: opts.log,
+    });
+  }
   if (workers.length === 0) void finish('succeeded');
 
   return {

@@ -4,6 +4,9 @@
  * root cause (`WorkerFailure`), as in torch.distributed.elastic.multiprocessing.
  */
 
+import type { Logger } from '../../log';
+import type { TimerFifo } from '../timer/fifo';
+
 /** torchrun's `Std` flags: which of a worker's streams a setting applies to. */
 export const Std = { NONE: 0, OUT: 1, ERR: 2, ALL: 3 } as const;
 export type Std = (typeof Std)[keyof typeof Std];
@@ -52,6 +55,14 @@ export interface GroupOptions {
   output: OutputOptions;
   /** Told every process group, so it can kill them if the agent dies (even by SIGKILL). */
   reaper?: Reaper;
+  /**
+   * The round's TORCHELASTIC_TIMER_FILE, already open (src/agent/timer): the group serves torch's
+   * watchdog timers for its workers from it, kills a worker whose timer expires (its failure's
+   * message says which timer), and closes the FIFO when it ends.
+   */
+  timerFifo?: TimerFifo;
+  /** Where the watchdog logs expiries and ignored requests. */
+  log?: Pick<Logger, 'info' | 'warn'>;
 }
 
 /** How one worker ended. */
