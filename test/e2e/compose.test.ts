@@ -24,6 +24,8 @@ const project = `telastic-compose-${process.pid}`;
 let d: TestDocker;
 let dir = '';
 let compose: (args: string[], timeoutMs?: number) => Promise<string>;
+let composeArgs: (args: string[]) => string[];
+let composeEnv: { cwd: string; env: NodeJS.ProcessEnv };
 let conn: Connection | undefined;
 let address = '';
 
@@ -63,7 +65,9 @@ services:
       - ${out}:/srv/out
 `);
   const env = { TELASTIC_TRAIN_DIR: train, COMPOSE_PROJECT_NAME: project };
-  compose = (args, timeoutMs = 10 * 60_000) => d.must(['compose', '-f', path.join(ROOT, 'docker-compose.yml'), '-f', path.join(dir, 'override.yml'), '--profile', 'pool', ...args], { cwd: ROOT, env, timeoutMs });
+  composeArgs = (args) => ['compose', '-f', path.join(ROOT, 'docker-compose.yml'), '-f', path.join(dir, 'override.yml'), '--profile', 'pool', ...args];
+  composeEnv = { cwd: ROOT, env };
+  compose = (args, timeoutMs = 10 * 60_000) => d.must(composeArgs(args), { ...composeEnv, timeoutMs });
 });
 
 afterAll(async () => {
@@ -87,7 +91,7 @@ test('compose up brings the stack up healthy; a pool job runs on two agent conta
   try {
     await compose(['up', '-d', '--wait', '--pull', 'never', '--scale', 'agent=2']);
   } catch (err) {
-    const logs = await d.docker(['compose', '-f', path.join(ROOT, 'docker-compose.yml'), '-f', path.join(dir, 'override.yml'), '--profile', 'pool', 'logs', '--tail', '8', '--no-color'], { cwd: ROOT, env: { COMPOSE_PROJECT_NAME: project, TELASTIC_TRAIN_DIR: path.join(dir, 'train') } });
+    const logs = await d.docker(composeArgs(['logs', '--tail', '8', '--no-color']), composeEnv); // compose() would throw on a failed stack
     throw new Error(`${(err as Error).message}\n--- docker compose logs:\n${logs.stdout}`, { cause: err });
   }
   const ps = await compose(['ps', '-a', '--format', '{{.Service}}\t{{.State}}\t{{.Status}}']);

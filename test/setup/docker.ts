@@ -22,12 +22,12 @@ import dgram from 'node:dgram';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { RunResult } from '../../test-support/agents';
+import { cacheDir } from './temporal-cluster';
 
 export const COMPOSE_VERSION = '5.7.1';
 export const NPM_VERSION = '11.19.1';
 const BASES_KEY = `trixie-bookworm-npm${NPM_VERSION}-2`;
-
-export interface RunResult { code: number; stdout: string; stderr: string }
 
 export interface TestDocker {
   /** DOCKER_HOST and DOCKER_CONFIG for this daemon, over the test process's own environment. */
@@ -42,10 +42,6 @@ export interface TestDocker {
   logTail(lines?: number): string;
   /** Stops the daemon (its containerd with it) and removes the temp dir. Safe to call twice. */
   stop(): Promise<void>;
-}
-
-export function cacheDir(): string {
-  return process.env.TELASTIC_CACHE_DIR || path.join(os.homedir(), '.cache', 'telastic');
 }
 
 /** What is missing for Docker tests, or null when dockerd, the compose plugin and the bases are there. */

@@ -69,10 +69,14 @@ export interface TemporalCluster {
   destroy(): Promise<void>;
 }
 
+/** The versioned cache the setup scripts build into (`$TELASTIC_CACHE_DIR`, else ~/.cache/telastic). */
+export function cacheDir(): string {
+  return process.env.TELASTIC_CACHE_DIR || path.join(os.homedir(), '.cache', 'telastic');
+}
+
 /** The versioned directory scripts/setup-temporal-server.sh builds (bin/, schema/, config/). */
 export function temporalServerDir(): string {
-  const cache = process.env.TELASTIC_CACHE_DIR || path.join(os.homedir(), '.cache', 'telastic');
-  const dir = path.join(cache, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
+  const dir = path.join(cacheDir(), `temporal-server-${TEMPORAL_SERVER_VERSION}`);
   if (!existsSync(path.join(dir, '.complete'))) {
     throw new Error(`the Temporal server ${TEMPORAL_SERVER_VERSION} is not built in ${dir}: run scripts/setup.sh (or bash scripts/setup-temporal-server.sh)`);
   }
