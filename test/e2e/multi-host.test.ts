@@ -165,7 +165,7 @@ if (refused) console.log(`skipping the multi-host tests: ${refused}`);
     const pair = net!.hosts.slice(0, 2).map((h, i) => {
       const id = `${nodeId(i)}t`;
       const args = ['run', '--rdzv-endpoint', address, '--node-id', id, '--local-addr', h.ip, '--nnodes', '1:2', '--max-restarts', '3', '--rdzv-id', torchJob,
-        '--checkpoint-dir', path.join(dir, 'ckpt'), ...rdzv, TRAIN, '--steps', '60', '--ckpt-every', '10', '--progress', progressFile];
+        '--checkpoint-dir', path.join(dir, 'ckpt'), ...rdzv, TRAIN, '--steps', '60', '--ckpt-every', '10', '--step-time', '0.1', '--progress', progressFile];
       // Every namespace has the machine's hostname, which gloo would bind to: name the interface.
       const a = startTelastic(id, args, { PYTHON_EXEC: PYTHON, GLOO_SOCKET_IFNAME: 'eth0' }, net!.exec(h, []));
       agents.push(a);
