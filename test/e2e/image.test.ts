@@ -64,8 +64,14 @@ test('a two-rank job runs from the image against the suite\'s Temporal', async (
   const dir = sharedDir('image-job');
   const script = workerScript(dir, false);
   const job = uniqueJobId('image');
-  const r = await d.docker(['run', '--rm', '--network', 'host', '-v', `${dir}:/work`, built.tag,
-    'run', '--rdzv-endpoint', testAddress(), '--rdzv-id', job, '--nnodes', '1', '--nproc-per-node', '2', ...FAST_RDZV, '--no-python', script]);
+  const name = `telastic-job-${process.pid}`;
+  containers.push(name);
+  // Its own node id and task queue: nothing else on the suite's server takes its tasks, and it
+  // takes no one else's. Bounded well below docker()'s own 10 min, and its output kept.
+  const r = await d.docker(['run', '--name', name, '--network', 'host', '-v', `${dir}:/work`, built.tag,
+    'run', '--rdzv-endpoint', testAddress(), '--rdzv-id', job, '--node-id', `image-${process.pid}`, '--task-queue', `image-${process.pid}`,
+    '--local-addr', '127.0.0.1', '--nnodes', '1', '--nproc-per-node', '2', ...FAST_RDZV, '--no-python', script], { timeoutMs: 180_000 });
+  if (r.code !== 0) console.log(`the job's container exited ${r.code}:\n${r.stderr}\n${(await d.docker(['logs', '--tail', '50', name])).stderr}`);
   expect({ code: r.code, stderr: r.code === 0 ? '' : r.stderr.trim().split('\n').slice(-10).join('\n') }).toEqual({ code: 0, stderr: '' });
   expect(r.stderr).toMatch(/succeeded/);
   const ranks = [0, 1].map((rank) => readFileSync(path.join(dir, 'out', `rank.${rank}`), 'utf8').trim());
@@ -78,11 +84,12 @@ test('docker stop: SIGTERM reaches telastic through tini, its workers stop, and 
   const job = uniqueJobId('image-stop');
   const name = `telastic-stop-${process.pid}`;
   containers.push(name);
-  await d.must(['run', '-d', '--name', name, '--network', 'host', '-v', `${dir}:/work`, built.tag,
-    'run', '--rdzv-endpoint', testAddress(), '--rdzv-id', job, '--nnodes', '1', '--nproc-per-node', '1', ...FAST_RDZV, '--no-python', script]);
+  const args = ['run', '--rdzv-endpoint', testAddress(), '--rdzv-id', job, '--node-id', `image-stop-${process.pid}`, '--task-queue', `image-stop-${process.pid}`,
+    '--local-addr', '127.0.0.1', '--nnodes', '1', '--nproc-per-node', '1', ...FAST_RDZV, '--no-python', script];
+  await d.must(['run', '-d', '--name', name, '--network', 'host', '-v', `${dir}:/work`, built.tag, ...args]);
   await waitFor('the worker to start in the container', () => existsSync(path.join(dir, 'out', 'rank.0')), 120_000);
   const pid1 = await d.must(['exec', name, 'cat', '/proc/1/cmdline']);
-  expect(pid1.split('\0').filter(Boolean)).toEqual(['tini', '--', 'node', '/opt/telastic/bin/telastic.js', 'run', '--rdzv-endpoint', testAddress(), '--rdzv-id', job, '--nnodes', '1', '--nproc-per-node', '1', ...FAST_RDZV, '--no-python', script]);
+  expect(pid1.split('\0').filter(Boolean)).toEqual(['tini', '--', 'node', '/opt/telastic/bin/telastic.js', ...args]);
   const t0 = Date.now();
   await d.must(['stop', '--time', '30', name]);
   const stopSeconds = (Date.now() - t0) / 1000;

@@ -7,11 +7,11 @@
  *     sysctls stay as they were. Builds use the host's network (`npm ci` reaches the registry);
  *     compose's own networks are bridges without NAT, and published ports are docker-proxy
  *     listeners on the host.
- * Names outside the containers' networks get an instant NXDOMAIN: with no NAT the host's own
- * resolver is out of the containers' reach, and Docker's embedded DNS would forward every query it
- * cannot answer (an AAAA for a service name, say) there and wait, which stalls gRPC's resolver in
- * the Temporal CLI for its whole deadline. So the daemon's `--dns` is a tiny responder of the
- * test's own on the host's address, which answers every query NXDOMAIN at once.
+ * With no NAT the host's own resolver is out of the containers' reach, and Docker's embedded DNS
+ * would forward every query it cannot answer (an AAAA for a service name, say) there and wait,
+ * which stalls gRPC's resolver in the Temporal CLI for its whole deadline. So the daemon's `--dns`
+ * is a tiny responder of the test's own on the host's address: single-label names get NXDOMAIN
+ * at once, dotted ones (the registry, for a build's `npm ci`) are relayed to the host's resolver.
  * At start it removes every container, network and volume an earlier run left (a run killed
  * before its cleanup): everything in this daemon is the tests'.
  *
@@ -64,24 +64,83 @@ function findBinary(name: string): string | null {
 }
 
 /**
- * A DNS server on the host's first non-loopback IPv4 address, port 53, that answers every query
- * with NXDOMAIN and no records (the question echoed, as resolvers expect).
+ * A DNS server on the host's first non-loopback IPv4 address, port 53, for the daemon's `--dns`.
+ * A single-label name (a compose service's AAAA, a bare host name) gets NXDOMAIN at once, the
+ * question echoed as resolvers expect. A dotted name is asked of the host's own resolver (the
+ * first `nameserver` of /etc/resolv.conf), so that a build's `npm ci` finds the registry; no
+ * answer within 2 s is NXDOMAIN too, so nothing waits on a resolver that does not answer.
  */
-async function startNxdomainResponder(): Promise<{ address: string; close(): void }> {
+async function startDnsResponder(): Promise<{ address: string; close(): void }> {
   const address = Object.values(os.networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
   if (!address) throw new Error('no non-loopback IPv4 address on this host for the containers\' DNS');
+  const upstream = hostNameserver();
   const sock = dgram.createSocket('udp4');
+  const relay = dgram.createSocket('udp4');
+  // Questions asked upstream, by the id they were sent with: who asked, with which id.
+  const asked = new Map<number, { id: number; port: number; address: string; timer: NodeJS.Timeout }>();
+  let nextId = 0;
+  const nxdomain = (q: Buffer, end: number) =>
+    Buffer.concat([Buffer.from([q[0], q[1], 0x80 | (q[2] & 0x01), 0x83, q[4], q[5], 0, 0, 0, 0, 0, 0]), q.subarray(12, end + 5)]);
+  const withId = (m: Buffer, id: number) => {
+    const out = Buffer.from(m);
+    out.writeUInt16BE(id, 0);
+    return out;
+  };
   sock.on('message', (q, from) => {
     if (q.length < 12) return;
     let end = 12; // the first question: labels up to the root, then type and class
-    while (end < q.length && q[end] !== 0) end += q[end] + 1;
+    let labels = 0;
+    while (end < q.length && q[end] !== 0) {
+      end += q[end] + 1;
+      labels++;
+    }
     if (end + 5 > q.length) return;
-    const header = Buffer.from([q[0], q[1], 0x80 | (q[2] & 0x01), 0x83, q[4], q[5], 0, 0, 0, 0, 0, 0]);
-    sock.send(Buffer.concat([header, q.subarray(12, end + 5)]), from.port, from.address);
+    if (labels < 2 || upstream === null || asked.size >= 256) {
+      sock.send(nxdomain(q, end), from.port, from.address);
+      return;
+    }
+    do nextId = (nextId + 1) & 0xffff; while (asked.has(nextId));
+    const key = nextId;
+    const timer = setTimeout(() => {
+      asked.delete(key);
+      sock.send(nxdomain(q, end), from.port, from.address);
+    }, 2_000);
+    asked.set(key, { id: q.readUInt16BE(0), port: from.port, address: from.address, timer });
+    relay.send(withId(q, key), 53, upstream);
   });
-  await new Promise<void>((resolve, reject) => { sock.once('error', reject); sock.bind(53, address, () => resolve()); });
+  relay.on('message', (answer) => {
+    const a = answer.length >= 12 ? asked.get(answer.readUInt16BE(0)) : undefined;
+    if (!a) return;
+    asked.delete(answer.readUInt16BE(0));
+    clearTimeout(a.timer);
+    sock.send(withId(answer, a.id), a.port, a.address);
+  });
+  relay.on('error', () => {}); // an unreachable upstream: the askers get their NXDOMAIN after 2 s
+  await new Promise<void>((resolve, reject) => {
+    sock.once('error', reject);
+    sock.bind(53, address, () => resolve());
+  });
+  await new Promise<void>((resolve) => relay.bind(0, () => resolve()));
   sock.unref();
-  return { address, close: () => sock.close() };
+  relay.unref();
+  return {
+    address,
+    close: () => {
+      for (const a of asked.values()) clearTimeout(a.timer);
+      sock.close();
+      relay.close();
+    },
+  };
+}
+
+/** The host's resolver: the first IPv4 nameserver of /etc/resolv.conf, if any. */
+function hostNameserver(): string | null {
+  try {
+    const m = readFileSync('/etc/resolv.conf', 'utf8').match(/^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/m);
+    return m ? m[1] : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Lazily unmounts every mount below `dir`, deepest first. */
@@ -107,7 +166,7 @@ export async function startDocker(): Promise<TestDocker> {
   const env = { ...process.env, DOCKER_HOST: `unix://${socket}`, DOCKER_CONFIG: config, DOCKER_CLI_HINTS: 'false', BUILDKIT_PROGRESS: 'plain' };
   const logTail = (lines = 20) => (existsSync(logFile) ? readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '');
 
-  const dns = await startNxdomainResponder();
+  const dns = await startDnsResponder();
   const log = openSync(logFile, 'a');
   let proc: ChildProcess;
   try {
