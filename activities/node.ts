@@ -138,7 +138,12 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const python = resolvePythonExec(deps.baseEnv);
     const timerFifo = timersServed(baseEnv) ? openTimers(path.join(errorDir, 'watchdog_timer')) : undefined;
     const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
-      const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`), timerFile: timerFifo?.path });
+      const env = buildWorkerEnv(a, localRank, {
+        baseEnv,
+        errorFile: path.join(errorDir, `error_${localRank}.json`),
+        timerFile: timerFifo?.path,
+        progressFile: path.join(errorDir, `progress_${localRank}`),
+      });
       return { localRank, rank: a.rankOffset + localRank, ...buildCommand(entrypoint, localRank, python), env };
     });
     const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
@@ -151,6 +156,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
         reaper: deps.reaper,
         timerFifo,
         log: deps.log,
+        progressTimeoutMs: a.progressTimeoutMs,
       });
     } catch (err) {
       timerFifo?.close();
@@ -184,7 +190,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const me = live.claim();
     // The job picks the interval from the heartbeat timeout and the group size.
     const every = Math.max(100, a.heartbeatIntervalMs);
-    const beat = setInterval(() => ctx.heartbeat({ round: a.round }), every);
+    // The details carry the workers' progress, which `telastic status` reads from the pending activity.
+    const beat = setInterval(() => ctx.heartbeat({ round: a.round, nodeId: a.nodeId, progress: group.progress?.() ?? null }), every);
     try {
       const result = await Promise.race([group.wait(), ctx.cancelled]);
       if (result.state === 'succeeded') return { state: 'succeeded' };

@@ -19,6 +19,7 @@ import { prepareRound, runAssignments, runRound, type RoundOutcome } from './rou
 import { startSideLoops } from './side-loops';
 import { continueAsNewOnCurrent, targetChanged, type Adoption } from './upgrade';
 import { upgradeMove } from '../src/job/upgrade';
+import { NO_PROGRESS } from '../src/job/progress';
 
 export interface JobInput {
   spec: JobSpecInput;
@@ -48,14 +49,15 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
   const startRound = run.state.round;
   handleMessages(run);
 
-  const finish = (phase: 'failed' | 'cancelled' | 'succeeded') => {
-    run.apply({ type: 'ended', phase });
+  const finish = (phase: 'failed' | 'cancelled' | 'succeeded', verdict?: string) => {
+    run.apply({ type: 'ended', phase, ...(verdict ? { verdict } : {}) });
     run.publish();
     wf.upsertMemo({ status: toStatus(run.state) }); // read by getJobStatus once no worker is left
   };
-  const fail = (reason: string, failure: Failure | null): never => {
-    finish('failed');
-    throw ApplicationFailure.create({ message: reason, type: 'JobFailed', nonRetryable: true, details: [{ failure, status: toStatus(run.state) }] });
+  /** `type` other than JobFailed: a verdict (src/job/progress.ts), kept in the status as well. */
+  const fail = (reason: string, failure: Failure | null, type = 'JobFailed'): never => {
+    finish('failed', type === 'JobFailed' ? undefined : reason);
+    throw ApplicationFailure.create({ message: reason, type, nonRetryable: true, details: [{ failure, status: toStatus(run.state) }] });
   };
 
   const loops = startSideLoops(run, !input.state);
@@ -90,6 +92,7 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
         const status = toStatus(run.state);
         return { jobId: status.jobId, rounds: status.round, restarts: status.restarts, worldSize: status.worldSize, status };
       }
+      if (outcome !== 'restart' && 'noProgress' in outcome) return fail(outcome.noProgress, run.state.lastFailure, NO_PROGRESS);
       if (outcome !== 'restart') await continueAsNew(outcome.adopt); // the round goes along
       const upgrade = upgradeMove({ targetChanged: targetChanged(), historyLong: false, roundGroups: 0 }) === 'continue';
       if (upgrade || decide.shouldContinueAsNew(run.state, startRound, wf.workflowInfo().continueAsNewSuggested, run.signals)) await continueAsNew();

@@ -16,6 +16,7 @@ import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type 
 import type { JobRun } from './job-run';
 import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
 import { upgradeMove } from '../src/job/upgrade';
+import { noProgressVerdict } from '../src/job/progress';
 
 export interface PreparedRound {
   participants: NodeRecord[];
@@ -89,14 +90,19 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
 /**
  * 'succeeded' when every node's workers exited 0, 'restart' when the round must form again, an
  * adoption when the job moves to another run (a newer build, docs/upgrading.md) that takes the
- * running round along.
+ * running round along, a no-progress verdict when the round would resume where too many failed
+ * rounds in a row did.
  */
-export type RoundOutcome = 'succeeded' | 'restart' | { adopt: Adoption };
+export type RoundOutcome = 'succeeded' | 'restart' | { adopt: Adoption } | { noProgress: string };
 
 /** Run the round: find its checkpoint, assign ranks, run every node's workers. */
 export async function runRound(run: JobRun, prepared: PreparedRound): Promise<RoundOutcome> {
   const lookup = await findResumePoint(run.state, prepared.participants[0].nodeId);
-  const s = run.apply({ type: 'checkpointFound', checkpoint: lookup.found });
+  const s = run.apply({ type: 'checkpointFound', checkpoint: lookup.found, ...(lookup.resumeFrom ? { resumeFrom: lookup.resumeFrom } : {}) });
+  // Resuming from where the last failed rounds did, once more than the job allows: it would
+  // crash-loop again (src/job/progress.ts). Decided before any worker starts.
+  const verdict = noProgressVerdict(s);
+  if (verdict !== null) return { noProgress: verdict };
   const assignments = d.assignRanks(s, prepared.participants, prepared.master, { resumeFrom: lookup.resumeFrom }).map((a) => ({ ...a, ...launchOf(s) }));
   run.apply({ type: 'running' });
   run.publish();

@@ -17,6 +17,8 @@ export interface WorkerEnvOptions {
    * (`timersServed`). Replaces any value the environment had; without it the environment's is kept.
    */
   timerFile?: string;
+  /** TELASTIC_PROGRESS_FILE: where the worker may write its step (src/agent/workers/progress.ts). */
+  progressFile?: string;
   /** TORCHELASTIC_RUN_ID. @default the assignment's jobId (the rendezvous id, as in torchrun) */
   jobRunId?: string;
 }
@@ -61,6 +63,8 @@ export function buildWorkerEnv(a: RoundAssignment, localRank: number, opts: Work
   // torchrun sets this in its own environment when unset and nproc-per-node > 1.
   if (env.OMP_NUM_THREADS === undefined && a.localWorldSize > 1) env.OMP_NUM_THREADS = '1';
   if (opts.timerFile !== undefined) env.TORCHELASTIC_TIMER_FILE = opts.timerFile;
+  if (opts.progressFile !== undefined) env.TELASTIC_PROGRESS_FILE = opts.progressFile;
+  else delete env.TELASTIC_PROGRESS_FILE; // the agent's own would name a file no one reads
   if (a.checkpointDir !== undefined) env.TELASTIC_CHECKPOINT_DIR = a.checkpointDir;
   // A resume point inherited from the agent's environment would be stale: only this round's counts.
   if (a.resumeFrom !== undefined) env.TELASTIC_RESUME_FROM = a.resumeFrom;

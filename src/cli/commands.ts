@@ -71,7 +71,7 @@ function intFlag(flags: Record<string, unknown>, name: string): number | undefin
 
 export function printStatus(s: JobStatus): string {
   const lines = [
-    `job ${s.jobId}: ${s.state} · round ${s.round} · world size ${s.worldSize} · restarts ${s.restarts}/${s.maxRestarts} · nodes ${s.minNodes}:${s.maxNodes}`,
+    `job ${s.jobId}: ${s.state}${s.verdict ? ` (${s.verdict})` : ''} · round ${s.round} · world size ${s.worldSize} · restarts ${s.restarts}/${s.maxRestarts} · nodes ${s.minNodes}:${s.maxNodes}`,
     ...s.nodes.map((n) => `  ${n.nodeId.padEnd(24)} ${String(n.groupRank ?? '-').padStart(3)}  ${n.state.padEnd(10)} ${n.address ?? ''}`),
   ];
   if (s.lastFailure) lines.push(`last failure: ${describeFailure(s.lastFailure)}`);

@@ -64,6 +64,8 @@ export const TELASTIC_FLAGS: readonly RunFlag[] = [
   flag('no-coordinator', undefined, 'do not host job workflows on this node (a controller does)', false),
   flag('checkpoint-dir', 'dir', 'directory shared by all nodes; TELASTIC_CHECKPOINT_DIR for workers', false),
   flag('keep-checkpoints', 'n', 'keep only the newest N checkpoints', false),
+  flag('max-restarts-without-progress', 'k', `with --checkpoint-dir: K failure restarts in a row that resume from the same checkpoint end the job with exit code 3, do not requeue; 0: never (default 3)`, false),
+  flag('progress-timeout', 'duration', 'a node none of whose ranks reported progress (TELASTIC_PROGRESS_FILE) for this long while its workers run is hung: its workers are killed and the job restarts (default: off)', false),
   flag('checkpoint-signal', 'signal', 'what the job\'s workers get when a drain or SIGTERM asks for a checkpoint first (default SIGUSR1)', false),
   flag('leave-grace', 'duration', 'on SIGTERM (a preemption notice), how long the job may take to checkpoint before this node leaves; 0 leaves at once; a second SIGTERM leaves at once (default 25s)', false),
   flag('task-queue', 'name', 'the control task queue (default "telastic")', false),

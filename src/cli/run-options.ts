@@ -145,6 +145,8 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     coordinator: !a.given('no-coordinator'),
     checkpointDir: opt(v.nonEmpty, 'checkpoint-dir'),
     keepCheckpoints: opt(v.intAtLeast(1), 'keep-checkpoints'),
+    maxRestartsWithoutProgress: opt(v.intAtLeast(0), 'max-restarts-without-progress'),
+    progressTimeoutMs: opt(v.durationToMs, 'progress-timeout'),
     checkpointSignal: opt(v.catchableSignalSchema, 'checkpoint-signal') ?? 'SIGUSR1',
     leaveGraceMs: leaveGrace(a.value('leave-grace')),
     connection,

@@ -61,6 +61,10 @@ export const runOptionsSchema = z
     coordinator: z.boolean(),
     checkpointDir: z.string().min(1).optional(),
     keepCheckpoints: int.min(1).optional(),
+    /** `--max-restarts-without-progress`: the no-progress verdict (src/job/progress.ts). @default 3 (in the job spec) */
+    maxRestartsWithoutProgress: int.min(0).optional(),
+    /** `--progress-timeout`: how long a node's ranks may go without reporting progress. @default off */
+    progressTimeoutMs: int.min(1).optional(),
     /** `--checkpoint-signal`: sent to this node's workers when the job asks for a checkpoint. @default SIGUSR1 */
     checkpointSignal: z.string().regex(/^SIG[A-Z0-9]+$/),
     /**

@@ -81,6 +81,8 @@ function jobSpecOf(o: RunOptions): JobSpec {
     shutdownTimeoutMs: o.shutdownTimeoutMs,
     checkpointDir: o.checkpointDir ? path.resolve(o.checkpointDir) : undefined,
     keepCheckpoints: o.keepCheckpoints,
+    maxRestartsWithoutProgress: o.maxRestartsWithoutProgress,
+    progressTimeoutMs: o.progressTimeoutMs,
   }, 'job spec');
 }
 

@@ -31,6 +31,8 @@ export interface SubmitOptions {
     shutdownTimeoutMs: number;
     checkpointDir?: string;
     keepCheckpoints?: number;
+    maxRestartsWithoutProgress?: number;
+    progressTimeoutMs?: number;
   };
   /** `--wait`: stay until the job ends. */
   wait: boolean;
@@ -172,6 +174,8 @@ export function parseSubmitArgs(argv: string[], env: NodeJS.ProcessEnv, sys: Run
       shutdownTimeoutMs: run.shutdownTimeoutMs,
       ...(run.checkpointDir !== undefined && { checkpointDir: path.resolve(run.checkpointDir) }),
       ...(run.keepCheckpoints !== undefined && { keepCheckpoints: run.keepCheckpoints }),
+      ...(run.maxRestartsWithoutProgress !== undefined && { maxRestartsWithoutProgress: run.maxRestartsWithoutProgress }),
+      ...(run.progressTimeoutMs !== undefined && { progressTimeoutMs: run.progressTimeoutMs }),
     },
     wait: taken.wait,
     connection: run.connection,

@@ -34,6 +34,8 @@ export interface RoundAssignment {
   resumeFrom?: string;
   /** How often the node heartbeats `runWorkers` (src/job/groups.ts heartbeatIntervalMs). */
   heartbeatIntervalMs: number;
+  /** `--progress-timeout`: the node's workers are hung when none reported progress for this long. */
+  progressTimeoutMs?: number;
   /** Jobs submitted to a pool: what to run (the pool agent checks it against its --allow). */
   launch?: Launch;
 }

@@ -5,7 +5,7 @@
  */
 import type { RoundAssignment } from './assignment';
 import { heartbeatIntervalMs } from './groups';
-import { isWatchdogMessage } from '../agent/timer/message';
+import { killedByAgent } from './kill-message';
 import type { JoinRequest, ScaleRequest } from './spec';
 import type { Quarantine } from './quarantine';
 import type { Departure, DepartureReason, Failure, JobState, NodeRecord } from './state';
@@ -190,6 +190,7 @@ export function assignRanks(
       maxRestarts: state.spec.maxRestarts,
       heartbeatIntervalMs: heartbeatIntervalMs(state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize),
       ...(state.spec.checkpointDir ? { checkpointDir: state.spec.checkpointDir } : {}),
+      ...(state.spec.progressTimeoutMs ? { progressTimeoutMs: state.spec.progressTimeoutMs } : {}),
       ...(extra.resumeFrom ? { resumeFrom: extra.resumeFrom } : {}),
     };
     rankOffset += n.slots;
@@ -250,8 +251,8 @@ export function restartsExhausted(state: JobState): boolean {
  */
 export function describeFailure(f: Omit<Failure, 'round'> & { round?: number }): string {
   const where = f.rank === null ? `node ${f.nodeId}` : `rank ${f.rank} on node ${f.nodeId}`;
-  // The agent's watchdog sent the signal, and its message says why: `watchdog timer "x" expired after 60 s`.
-  const how = isWatchdogMessage(f.message) ? '' : f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit code ${f.exitCode}` : '';
+  // The agent sent the signal, and its message says why: `watchdog timer "x" expired after 60 s`, `no progress from …`.
+  const how = killedByAgent(f.message) ? '' : f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit code ${f.exitCode}` : '';
   return [where, how, f.message].filter(Boolean).join(': ');
 }
 

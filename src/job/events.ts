@@ -8,6 +8,7 @@
 import * as d from './decide';
 import { requestCheckpointFirst, finishPreempt, DEFAULT_DRAIN_GRACE_MS } from './preempt';
 import { applyGrant, dropSpares } from './pool-link';
+import { nextStall } from './progress';
 import type { GrantedNode } from '../pool/state';
 import { describeZodError, drainRequestSchema, joinRequestSchema, leaveRequestSchema, scaleRequestSchema, type DrainRequest } from './spec';
 import type { Checkpoint, JobState, NodeOutcome, NodeRecord, Preempt } from './state';
@@ -43,10 +44,10 @@ export type JobEvent =
   | { type: 'roundOpened' }
   | { type: 'prepared'; participants: string[]; unanswered: Unanswered[] }
   | { type: 'failureSettled' }
-  | { type: 'checkpointFound'; checkpoint: Checkpoint | null }
+  | { type: 'checkpointFound'; checkpoint: Checkpoint | null; resumeFrom?: string }
   | { type: 'running' }
   | { type: 'roundEnded'; outcomes: NodeOutcome[] }
-  | { type: 'ended'; phase: 'succeeded' | 'failed' | 'cancelled' }
+  | { type: 'ended'; phase: 'succeeded' | 'failed' | 'cancelled'; verdict?: string }
   // Side loops.
   | { type: 'poolTold'; released: string[] }
   | { type: 'quarantine'; quarantined: Quarantine[] }
@@ -85,14 +86,16 @@ export function reduce(s: JobState, e: JobEvent): JobState {
       return prepared(s, e.participants, e.unanswered);
     case 'failureSettled':
       return d.settleFailure(s).state;
-    case 'checkpointFound':
-      return e.checkpoint ? { ...s, checkpoint: e.checkpoint } : s;
+    case 'checkpointFound': {
+      const stall = s.spec.checkpointDir ? nextStall(s, e.resumeFrom ?? null) : s.stall;
+      return { ...s, stall, ...(e.checkpoint ? { checkpoint: e.checkpoint } : {}) };
+    }
     case 'running':
       return { ...s, phase: 'running' };
     case 'roundEnded':
       return roundEnded(s, e.outcomes);
     case 'ended':
-      return { ...s, phase: e.phase };
+      return { ...s, phase: e.phase, ...(e.verdict ? { verdict: e.verdict } : {}) };
     case 'poolTold': {
       // A node granted again while the signal was in flight is held again: it stays.
       const gone = new Set(e.released);

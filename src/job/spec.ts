@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_GROUP_SIZE } from './groups';
+import { DEFAULT_MAX_RESTARTS_WITHOUT_PROGRESS } from './progress';
 
 const id = z
   .string()
@@ -45,12 +46,22 @@ export const jobSpecSchema = z
     maxNodes: z.number().int().min(1),
     nprocPerNode: z.number().int().min(1),
     maxRestarts: z.number().int().min(0).default(0),
+    /**
+     * Failure restarts in a row that resume from the same checkpoint before the job ends with a
+     * no-progress verdict (src/job/progress.ts); 0: never. Only with a checkpoint directory.
+     */
+    maxRestartsWithoutProgress: z.number().int().min(0).default(DEFAULT_MAX_RESTARTS_WITHOUT_PROGRESS),
     role: z.string().min(1).default('default'),
     entrypoint: entrypointSchema,
     rdzv: rdzvTimingSchema.default({}),
     shutdownTimeoutMs: z.number().int().nonnegative().default(30_000),
     checkpointDir: z.string().min(1).optional(),
     keepCheckpoints: z.number().int().min(1).optional(),
+    /**
+     * A node none of whose ranks reported progress (TELASTIC_PROGRESS_FILE) for this long while
+     * its workers run is hung: its agent kills them and the job restarts. Absent: never.
+     */
+    progressTimeoutMs: ms.optional(),
     /**
      * Continue-as-new after this many rounds even before Temporal suggests it (which it does
      * near its history limits); for operators who want short histories, and for tests.

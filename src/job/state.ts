@@ -17,6 +17,7 @@
  * one-line reason; nothing is retried behind the user's back.
  */
 import type { JobSpec } from './spec';
+import type { Stall } from './progress';
 import type { LedgerCursor } from '../ledger/types';
 import type { Quarantine } from './quarantine';
 import type { LedgerRecord } from '../ledger/records';
@@ -102,6 +103,13 @@ export interface JobState {
   preemptions: Preemption[];
   /** The ledger's outbox (workflows/ledger.ts); null when no ledger records the job. */
   ledger: { cursor: LedgerCursor | null; outbox: LedgerRecord[] } | null;
+  /** What the last round resumed from and how many failure restarts in a row resumed from it (src/job/progress.ts). */
+  stall: Stall | null;
+  /**
+   * Why the job ended with a verdict a requeue cannot change (src/job/progress.ts), e.g. `no
+   * progress in 3 restarts (…)`; null otherwise (and in states from before it existed).
+   */
+  verdict?: string | null;
 }
 
 /** A checkpoint-first drain in progress: the node leaves once a new checkpoint is complete. */
@@ -161,6 +169,7 @@ export function initialState(spec: JobSpec, now: number): JobState {
     preempts: [],
     preemptions: [],
     ledger: null,
+    stall: null,
   };
 }
 

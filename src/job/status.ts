@@ -28,6 +28,8 @@ export interface JobStatus {
   spares: string[];
   lastFailure: { nodeId: string; rank: number | null; exitCode: number | null; signal: string | null; message: string | null } | null;
   checkpoint: Checkpoint | null;
+  /** Why the job ended with a do-not-requeue verdict (src/job/progress.ts); absent otherwise. */
+  verdict?: string;
   /** Nodes the ledger keeps out of this job's rounds, and why (absent when none). */
   quarantined?: { nodeId: string; reason: string }[];
   /** Checkpoint-first drains waiting for their checkpoint (absent when none). */
@@ -66,6 +68,7 @@ export function toStatus(state: JobState): JobStatus {
     spares: full ? state.waiting.filter((w) => !out(w.nodeId)).map((w) => w.nodeId) : [],
     lastFailure: f ? { nodeId: f.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message } : null,
     checkpoint: state.checkpoint,
+    ...(state.verdict ? { verdict: state.verdict } : {}),
     ...(state.quarantined.length ? { quarantined: state.quarantined } : {}),
     ...(state.preempts.length ? { preempting: state.preempts.map((p) => ({ nodeId: p.nodeId, requestedAt: new Date(p.requestedAt).toISOString(), graceMs: p.graceMs })) } : {}),
     ...(state.preemptions.length ? { preemptions: state.preemptions } : {}),

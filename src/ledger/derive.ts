@@ -74,7 +74,7 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
     const members = s.members.map((m, groupRank) => ({ nodeId: m.nodeId, groupRank, address: m.address }));
     drafts.push({ kind: 'roundStarted', round: s.round, members, worldSize: s.members.reduce((n, m) => n + m.slots, 0) });
   }
-  if (ended) drafts.push({ kind: 'jobEnded', state: s.phase });
+  if (ended) drafts.push({ kind: 'jobEnded', state: s.phase, ...(s.verdict ? { reason: s.verdict } : {}) });
 
   let seq = c.seq;
   const records = drafts.map((d) => ({ ...d, jobId, seq: ++seq, at }) as LedgerRecord);

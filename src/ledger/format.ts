@@ -6,7 +6,7 @@
 import type { JobFigures, RecordedJob } from './figures';
 import { endCauseLabels, endCauses } from './figures';
 import type { JobTimeline } from './timeline';
-import { isWatchdogMessage } from '../agent/timer/message';
+import { killedByAgent } from '../job/kill-message';
 
 type Failure = JobTimeline['failures'][number];
 
@@ -61,8 +61,8 @@ export function describeFailure(f: Pick<Failure, 'nodeId' | 'rank' | 'exitCode' 
     return `node ${f.nodeId} lost${why ? `: ${why}` : ''}`;
   }
   const where = [`node ${f.nodeId}`, f.rank !== null ? `rank ${f.rank}` : null];
-  // The agent's watchdog sent the signal, and its message says why (src/agent/timer/message.ts).
-  const how = isWatchdogMessage(f.message) ? null : f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit ${f.exitCode}` : null;
+  // The agent's watchdog sent the signal, and its message says why (src/job/kill-message.ts).
+  const how = killedByAgent(f.message) ? null : f.signal ? `killed by ${f.signal}` : f.exitCode !== null ? `exit ${f.exitCode}` : null;
   const head = [...where, how].filter(Boolean).join(' ');
   return f.message ? `${head}: ${f.message}` : head;
 }

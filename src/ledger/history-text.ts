@@ -27,7 +27,7 @@ export function historyText(t: RecordedJob, now: Date): string {
     `spec    ${printable(describeSpec(job.spec))}`,
   ];
   const lines = [...events(t)].sort((a, b) => a.seq - b.seq);
-  lines.push(job.endedAt ? { seq: Infinity, at: job.endedAt, text: `job ${printable(job.state)}` } : { seq: Infinity, at: end, text: 'now: the job has not ended' });
+  lines.push(job.endedAt ? { seq: Infinity, at: job.endedAt, text: `job ${printable(job.state)}${job.endReason ? `: ${printable(job.endReason)}` : ''}` } : { seq: Infinity, at: end, text: 'now: the job has not ended' });
   const body = lines.map((l) => {
     const [first, ...more] = l.text.split('\n');
     const head = `${formatOffset(sinceStart(t, l.at)).padStart(INDENT - 2)}  ${first}`;

@@ -90,4 +90,9 @@ export const migrations: readonly Migration[] = [
         CHECK (kind IN ('join', 'leave', 'drain', 'lost', 'quarantine', 'release'));
     `,
   },
+  {
+    version: 3,
+    name: 'why a job ended (a verdict such as no progress)',
+    sql: `ALTER TABLE jobs ADD COLUMN end_reason text;`,
+  },
 ];

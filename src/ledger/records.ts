@@ -24,8 +24,8 @@ export const nodeEventKinds = ['join', 'leave', 'drain', 'lost', 'quarantine', '
 export const ledgerRecord = z.discriminatedUnion('kind', [
   /** The job was started or changed state; upserts its `jobs` row (started_at is the first `at`). */
   z.object({ kind: z.literal('job'), ...base, spec: z.record(z.unknown()), state: z.string().min(1), pool: z.string().min(1).optional() }),
-  /** The job reached a final state (succeeded, failed, cancelled). */
-  z.object({ kind: z.literal('jobEnded'), ...base, state: z.string().min(1) }),
+  /** The job reached a final state (succeeded, failed, cancelled); `reason`: a verdict it ended with (no progress). */
+  z.object({ kind: z.literal('jobEnded'), ...base, state: z.string().min(1), reason: z.string().min(1).optional() }),
   z.object({ kind: z.literal('roundStarted'), ...base, round, members: z.array(roundMember), worldSize: z.number().int().positive() }),
   /** Ends a round already started; `reason` says why (failure, node lost, scale, drain, done…). */
   z.object({ kind: z.literal('roundEnded'), ...base, round, reason: z.string().min(1) }),

@@ -31,7 +31,8 @@ export function reportHtml(t: RecordedJob, f: JobFigures, ctx: ReportContext): s
 <body>
 <header>
   <h1>job <span class="id">${esc(job.jobId)}</span> <span class="state state-${job.endedAt ? esc(job.state.replace(/[^a-z]/gi, '')) : 'running'}">${esc(stateLabel(t))}</span></h1>
-  <p class="meta">${esc(`started ${job.startedAt}`)} · ${job.endedAt ? esc(`ended ${job.endedAt}`) : 'not ended'}${job.pool ? ` · pool ${esc(job.pool)}` : ''}</p>
+  ${job.endReason ? `<p class="verdict">${esc(job.endReason)}</p>
+  ` : ''}<p class="meta">${esc(`started ${job.startedAt}`)} · ${job.endedAt ? esc(`ended ${job.endedAt}`) : 'not ended'}${job.pool ? ` · pool ${esc(job.pool)}` : ''}</p>
   <p class="spec"><code>${esc(describeSpec(job.spec))}</code></p>
 </header>
 ${figures(f)}

@@ -45,8 +45,8 @@ async function writeOne(client: pg.PoolClient, r: LedgerRecord): Promise<number>
         WHERE jobs.seq < excluded.seq`,
         [r.jobId, r.seq, r.spec, r.state, r.at, r.pool ?? null]);
     case 'jobEnded': {
-      const n = await count(client, 'UPDATE jobs SET seq = $2, state = $3, ended_at = $4 WHERE job_id = $1 AND seq < $2',
-        [r.jobId, r.seq, r.state, r.at]);
+      const n = await count(client, 'UPDATE jobs SET seq = $2, state = $3, ended_at = $4, end_reason = $5 WHERE job_id = $1 AND seq < $2',
+        [r.jobId, r.seq, r.state, r.at, r.reason ?? null]);
       if (n === 0 && !(await exists(client, 'SELECT 1 FROM jobs WHERE job_id = $1', [r.jobId]))) {
         throw new MissingParentError(r.jobId, r.seq, null);
       }

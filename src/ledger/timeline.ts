@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { NodeEventKind, RoundMember } from './records';
 
 export interface JobTimeline {
-  job: { jobId: string; spec: Record<string, unknown>; state: string; startedAt: string; endedAt: string | null; pool: string | null } | null;
+  job: { jobId: string; spec: Record<string, unknown>; state: string; startedAt: string; endedAt: string | null; endReason: string | null; pool: string | null } | null;
   rounds: { seq: number; round: number; members: RoundMember[]; worldSize: number; startedAt: string; endedAt: string | null; endReason: string | null; endedSeq: number | null }[];
   failures: { seq: number; round: number; nodeId: string; rank: number | null; exitCode: number | null; signal: string | null; message: string | null; at: string }[];
   checkpoints: { seq: number; path: string; step: number | null; at: string; chosenForRound: number | null }[];
@@ -27,7 +27,7 @@ export async function jobTimeline(pool: pg.Pool, jobId: string): Promise<JobTime
   ]);
   const j = jobs[0];
   return {
-    job: j ? { jobId: j.job_id, spec: j.spec, state: j.state, startedAt: iso(j.started_at)!, endedAt: iso(j.ended_at), pool: j.pool } : null,
+    job: j ? { jobId: j.job_id, spec: j.spec, state: j.state, startedAt: iso(j.started_at)!, endedAt: iso(j.ended_at), endReason: j.end_reason ?? null, pool: j.pool } : null,
     rounds: rounds.map((r) => ({
       seq: Number(r.seq), round: r.round, members: r.members, worldSize: r.world_size,
       startedAt: iso(r.started_at)!, endedAt: iso(r.ended_at), endReason: r.end_reason,

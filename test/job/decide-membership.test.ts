@@ -261,7 +261,7 @@ describe('validateScale / applyScale', () => {
 describe('a node leaving on its own', () => {
   const dd = jest.requireActual('../../src/job/decide') as typeof import('../../src/job/decide');
   const st = jest.requireActual('../../src/job/state') as typeof import('../../src/job/state');
-  const spec = { jobId: 'j', minNodes: 1, maxNodes: 3, nprocPerNode: 1, maxRestarts: 0, role: 'default', entrypoint: { script: 's', args: [], module: false, noPython: false }, rdzv: { joinTimeoutMs: 1, lastCallTimeoutMs: 1, heartbeatTimeoutMs: 1, prepareTimeoutMs: 1, groupSize: 64 }, shutdownTimeoutMs: 1, searchAttributes: false };
+  const spec = { jobId: 'j', minNodes: 1, maxNodes: 3, nprocPerNode: 1, maxRestarts: 0, maxRestartsWithoutProgress: 3, role: 'default', entrypoint: { script: 's', args: [], module: false, noPython: false }, rdzv: { joinTimeoutMs: 1, lastCallTimeoutMs: 1, heartbeatTimeoutMs: 1, prepareTimeoutMs: 1, groupSize: 64 }, shutdownTimeoutMs: 1, searchAttributes: false };
   const node = (nodeId: string) => ({ nodeId, address: 'h', slots: 1, joinedAt: 0 });
   test('a member that leaves departs as left at the round boundary; a drained one as drained', () => {
     let s = { ...st.initialState(spec, 0), members: [node('a'), node('b'), node('c')] };

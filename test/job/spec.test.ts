@@ -31,6 +31,7 @@ describe('jobSpecSchema', () => {
       maxNodes: 2,
       nprocPerNode: 4,
       maxRestarts: 0,
+      maxRestartsWithoutProgress: 3,
       role: 'default',
       entrypoint: { script: 'train.py', args: [], module: false, noPython: false },
       rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },

@@ -92,3 +92,10 @@ test('a quarantine says why; a release says so', () => {
     '     +2.0s  node b released from quarantine',
   ]);
 });
+
+test('a job that ended with a verdict says it on its last line', () => {
+  const t = fourRounds();
+  const verdict = 'no progress in 3 restarts (every round resumed from ckpt_00000100.pt)';
+  const text = historyText({ ...t, job: { ...t.job!, state: 'failed', endReason: verdict } }, never);
+  expect(text.split('\n').pop()).toBe(`  +1m40.0s  job failed: ${verdict}`);
+});

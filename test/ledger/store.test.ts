@@ -71,7 +71,7 @@ describe.each([
   describe('migrate', () => {
     test('migrates an empty database, and a second run applies nothing', async () => {
       await pool.query('DROP TABLE IF EXISTS jobs, rounds, node_events, failures, checkpoints, quarantine, telastic_schema_migrations');
-      expect(await migrate(pool)).toEqual({ applied: [1, 2] });
+      expect(await migrate(pool)).toEqual({ applied: [1, 2, 3] });
       const client = await pool.connect();
       try {
         expect(await migrate(client)).toEqual({ applied: [] });
@@ -86,18 +86,25 @@ describe.each([
       await pool.query('DROP TABLE jobs, rounds, node_events, failures, checkpoints, quarantine, telastic_schema_migrations');
       const results = await Promise.all([migrate(pool), migrate(pool)]);
       // Each version takes the lock on its own, so the two may share the work ([1] and [2]): once each is the point.
-      expect(results.flatMap((r) => r.applied).sort()).toEqual([1, 2]);
+      expect(results.flatMap((r) => r.applied).sort()).toEqual([1, 2, 3]);
     });
   });
 
   describe('writeRecords', () => {
     beforeAll(() => migrate(pool));
 
+    test('a job that ended with a verdict keeps it (history and report show it)', async () => {
+      const verdict = 'no progress in 3 restarts (every round resumed from ckpt_00000100.pt)';
+      const recs = jobRecords('job-verdict').map((r) => (r.kind === 'jobEnded' ? { ...r, state: 'failed', reason: verdict } : r));
+      await writeRecords(pool, recs);
+      expect((await jobTimeline(pool, 'job-verdict')).job).toMatchObject({ state: 'failed', endReason: verdict });
+    });
+
     test('a whole job is written and read back in order', async () => {
       expect(await writeRecords(pool, jobRecords('job-1'))).toBe(12);
       const t = await jobTimeline(pool, 'job-1');
       expect(t.job).toEqual({
-        jobId: 'job-1', spec: { minNodes: 1, maxNodes: 2, script: 'train.py' }, state: 'succeeded', startedAt: at(0), endedAt: at(41), pool: null,
+        jobId: 'job-1', spec: { minNodes: 1, maxNodes: 2, script: 'train.py' }, state: 'succeeded', startedAt: at(0), endedAt: at(41), endReason: null, pool: null,
       });
       expect(t.rounds).toEqual([
         { seq: 4, round: 1, members: members('a', 'b'), worldSize: 2, startedAt: at(3), endedAt: at(21), endReason: 'node lost', endedSeq: 8 },

@@ -15,7 +15,7 @@ export function round(n: number, seq: number, from: number, to: number | null, r
 export function job(over: Partial<Omit<JobTimeline, 'job'>> = {}, endedAt: number | null = 100, state = 'succeeded'): RecordedJob {
   return {
     job: {
-      jobId: 'job-1', state, pool: null, startedAt: at(0), endedAt: endedAt === null ? null : at(endedAt),
+      jobId: 'job-1', state, pool: null, startedAt: at(0), endedAt: endedAt === null ? null : at(endedAt), endReason: null,
       spec: { jobId: 'job-1', minNodes: 1, maxNodes: 3, nprocPerNode: 2, maxRestarts: 3, entrypoint: { script: 'train.py', args: ['--epochs', '3'], module: false, noPython: false } },
     },
     rounds: [],

@@ -2,6 +2,6 @@
 export * from './types';
 export { parseRequest } from './request';
 export { applyRequest, dueAt, emptyBook, forgetPids, timerKey } from './book';
-export { watchdogMessage, isWatchdogMessage } from './message';
+export { watchdogMessage, isWatchdogMessage } from '../../job/kill-message';
 export { openTimerFifo, type TimerFifo } from './fifo';
 export { startWatchdog, type Watchdog, type WatchdogOptions } from './watchdog';

@@ -7,7 +7,7 @@
 import type { Logger } from '../../log';
 import { applyRequest, dueAt, emptyBook, forgetPids } from './book';
 import type { TimerFifo } from './fifo';
-import { watchdogMessage } from './message';
+import { watchdogMessage } from '../../job/kill-message';
 import { parseRequest } from './request';
 import type { Expiry, TimerBook } from './types';
 

@@ -15,6 +15,7 @@ import { prepareOutput, type WorkerOutput } from './output';
 import { terminateGroups } from './process-group';
 import { spawnWorker } from './spawn';
 import { startWatchdog, type Watchdog } from '../timer/watchdog';
+import { watchProgress, type ProgressWatch } from './progress';
 import type { GroupOptions, GroupResult, WorkerExit, WorkerFailure, WorkerGroup, WorkerSpec } from './types';
 
 interface Running {
@@ -38,6 +39,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
   let failure: WorkerFailure | null = null;
   let done: Promise<GroupResult> | null = null;
   let watchdog: Watchdog | null = null;
+  let progress: ProgressWatch | null = null;
   let resolveResult: (r: GroupResult) => void = () => {};
   const result = new Promise<GroupResult>((r) => (resolveResult = r));
 
@@ -74,6 +76,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     if (done !== null) return done;
     stopping = true;
     watchdog?.stop();
+    progress?.stop();
     done = (async (): Promise<GroupResult> => {
       await Promise.resolve(); // a failure during the start loop: let it finish recording pids first
       const pgids = workers.filter((w) => w.pid > 0).map((w) => w.pid);
@@ -104,6 +107,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     const { file, args, env } = w.spec;
     // A stale error file from an earlier round would be taken for this round's failure.
     if (env.TORCHELASTIC_ERROR_FILE) rmSync(env.TORCHELASTIC_ERROR_FILE, { force: true });
+    if (env.TELASTIC_PROGRESS_FILE) rmSync(env.TELASTIC_PROGRESS_FILE, { force: true });
     try {
       w.child = spawnWorker({ file, args, env, cwd: opts.cwd, stdio: w.output.stdio });
     } catch (err) {
@@ -132,6 +136,28 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
       log: opts.log,
     });
   }
+  const progressFiles = workers.flatMap((w) => (w.spec.env.TELASTIC_PROGRESS_FILE ? [{ rank: w.spec.rank, file: w.spec.env.TELASTIC_PROGRESS_FILE }] : []));
+  if (progressFiles.length > 0 && !stopping) {
+    progress = watchProgress({
+      files: progressFiles,
+      startedAt: Date.now(),
+      timeoutMs: opts.progressTimeoutMs,
+      // Hung, all of them (a collective that never returns holds every rank): each is killed,
+      // and whichever exit is seen first is the failure, with this message.
+      onHung: (message) => {
+        opts.log?.warn({ pids: workers.map((w) => w.pid) }, message);
+        for (const w of workers) {
+          if (w.exit !== null || w.pid <= 0) continue;
+          if (w.killedBy === null) w.killedBy = message;
+          try {
+            process.kill(w.pid, 'SIGKILL');
+          } catch {
+            // It exited meanwhile: its exit is reported as it is.
+          }
+        }
+      },
+    });
+  }
   if (workers.length === 0) void finish('succeeded');
 
   return {
@@ -140,6 +166,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     async stop(reason?: string) {
       await finish('stopped', reason ?? null);
     },
+    progress: () => progress?.report() ?? { ageMs: null, step: null, runningMs: Date.now() - (workers[0]?.startedAt ?? Date.now()) },
     signal(sig: NodeJS.Signals): number {
       if (stopping) return 0;
       let n = 0;

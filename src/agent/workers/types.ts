@@ -6,6 +6,7 @@
 
 import type { Logger } from '../../log';
 import type { TimerFifo } from '../timer/fifo';
+import type { ProgressReport } from './progress';
 
 /** torchrun's `Std` flags: which of a worker's streams a setting applies to. */
 export const Std = { NONE: 0, OUT: 1, ERR: 2, ALL: 3 } as const;
@@ -63,6 +64,12 @@ export interface GroupOptions {
   timerFifo?: TimerFifo;
   /** Where the watchdog logs expiries and ignored requests. */
   log?: Pick<Logger, 'info' | 'warn'>;
+  /**
+   * `--progress-timeout` (progress.ts): the workers' TELASTIC_PROGRESS_FILE are read; when none
+   * was written for `timeoutMs`, every worker is killed (SIGKILL) and the failure says so.
+   * Without it the files are only read, for the status.
+   */
+  progressTimeoutMs?: number;
 }
 
 /** How one worker ended. */
@@ -126,6 +133,8 @@ export interface WorkerGroup {
    * Absent on stand-in groups (bench/scale-sim.ts).
    */
   signal?(signal: NodeJS.Signals): number;
+  /** The workers' newest progress report (progress.ts). Absent on stand-in groups. */
+  progress?(): ProgressReport;
 }
 
 /** A sidecar that SIGKILLs the tracked process groups when the agent dies (see reaper.ts). */
