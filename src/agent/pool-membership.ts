@@ -59,6 +59,7 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
     async follow(node, stop) {
       let last: PoolNodeView | null = null;
       let polls = 0;
+      let toldStuck: string | null = null;
       while (!stop.aborted) {
         await abortableSleep(POLL_MS, stop);
         if (stop.aborted) break;
@@ -80,8 +81,10 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
         // Lost (a job lost it, or the lease lapsed) while alive, or not recorded yet: offer it again,
         // unless workers SIGKILL did not end still live here (no job could run beside them).
         const stuck = node.activities.stuck();
-        if (stuck !== null && mine && v.state === 'lost') node.log.error(`${stuck}: not offered to pool ${o.pool} again while they live`);
-        else if ((mine && v.state === 'lost') || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
+        if (stuck !== null && mine && v.state === 'lost') {
+          if (stuck !== toldStuck) console.error(`telastic agent: ${stuck}: not offered to pool ${o.pool} again while they live`);
+          toldStuck = stuck;
+        } else if ((mine && v.state === 'lost') || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
           await registerWithPool(node.client, o.pool, register(node)).catch((err) => node.log.warn({ err: String(err) }, 'register failed'));
           registeredAt = Date.now();
         }
