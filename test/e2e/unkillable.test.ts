@@ -1,10 +1,10 @@
 /**
- * Workers the agent cannot end do not wedge the job. Two real agents; every worker ignores
- * SIGTERM, and node uk-b's holds a grandchild in a frozen cgroup v1 (state D: SIGKILL does not
- * end it). uk-a's worker crashes: the round ends, uk-b's workers are SIGKILLed after the shutdown
- * timeout, the frozen one survives, and uk-b's next prepare reports it. The job takes uk-b out,
- * blames it (status, ledger; quarantine counts it) and runs on with uk-a; uk-b's agent exits 1
- * with the line that names the pid. The cgroup is thawed and removed after the test, also on failure.
+ * Workers the agent cannot end do not wedge the job. Two real agents, a and b; every worker
+ * ignores SIGTERM (it is SIGKILLed after the shutdown timeout), and b's holds a grandchild in a
+ * frozen cgroup v1 (state D: SIGKILL does not end it). A worker crashes: the round ends, the
+ * frozen process survives its SIGKILL, and b reports it. The job takes b out, blames it (status,
+ * ledger; quarantine counts it) and runs on with a; b's agent exits 1 with the line that names
+ * the pid. The cgroup is thawed and removed after each test, also on failure.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -27,55 +27,65 @@ afterEach(async () => {
   freezer = null;
 });
 
-test('a node whose worker survives SIGKILL is taken out with its pid named; the job runs on without it', async () => {
-  freezer = createFreezer('e2e');
-  const job = uniqueJobId('unkillable');
+/**
+ * `crashOn` ends the round: the other node's worker (`a`: the round is cancelled on b, whose next
+ * prepare reports its stuck process) or b's own (`b`: b's runWorkers reports it).
+ */
+async function scenario(name: string, crashOn: 'a' | 'b'): Promise<void> {
+  freezer = createFreezer(name);
+  const [A, B] = [`${name}-a`, `${name}-b`];
+  const job = uniqueJobId(name);
   const queue = `tq-${job}`;
   const controller = startTelastic(`${job}-controller`, ['controller', '--address', testAddress(), '--task-queue', queue], { DATABASE_URL: postgres.db.url, TELASTIC_LEDGER: undefined });
   e2e.agents.push(controller);
   await waitFor('the ledger migrated', async () => (await postgres.pool.query("SELECT to_regclass('failures') AS t")).rows[0].t !== null, 30_000);
-  const out = tmpDir('unkillable');
+  const out = tmpDir(name);
   const args = ['--nnodes', '1:2', '--nproc-per-node', '1', '--max-restarts', '3', '--no-coordinator', '--task-queue', queue, '--rdzv-id', job, ...RDZV,
-    WORKER, '--out', out, '--ignore-sigterm', '--freeze-child-on', 'uk-b', '--freezer', freezer.dir, '--crash-file'];
-  const [a, b] = ['uk-a', 'uk-b'].map((n) => startAgent(testAddress(), n, args));
+    WORKER, '--out', out, '--ignore-sigterm', '--freeze-child-on', B, '--freezer', freezer.dir, '--crash-file'];
+  const [a, b] = [A, B].map((n) => startAgent(testAddress(), n, args));
   e2e.agents.push(a, b);
 
   const both = await waitForRound(e2e.conn, job, (s) => s.worldSize === 2);
-  const frozenFile = await waitFor('uk-b froze its grandchild', () => readdirSync(out).find((f) => f.startsWith(`frozen.${both.round}.uk-b.`)), 30_000);
+  const frozenFile = await waitFor(`${B} froze its grandchild`, () => readdirSync(out).find((f) => f.startsWith(`frozen.${both.round}.${B}.`)), 30_000);
   const held = Number(readFileSync(path.join(out, frozenFile), 'utf8'));
   expect(freezer.tasks()).toEqual([held]);
 
   const crashedAt = Date.now();
-  writeFileSync(path.join(out, 'crash.uk-a'), '');
+  const crashFile = path.join(out, `crash.${crashOn === 'a' ? A : B}`);
+  writeFileSync(crashFile, '');
   const line = `worker ${held} did not exit 5 s after SIGKILL (state D)`;
   const alone = await waitForRound(e2e.conn, job, (s) => s.worldSize === 1 && s.round > both.round, 60_000);
   const tookMs = Date.now() - crashedAt;
-  expect(existsSync(path.join(out, 'crash.uk-a'))).toBe(false);
+  expect(existsSync(crashFile)).toBe(false);
   // The round ended and the next formed: 3 s SIGTERM grace + 5 s kill wait + prepare, no more.
   expect(tookMs).toBeLessThan(30_000);
-  expect(alone.nodes.find((n) => n.nodeId === 'uk-b')?.state).toBe('lost');
-  expect(alone.nodes.find((n) => n.nodeId === 'uk-a')?.state).toBe('running');
-  expect(alone.lastFailure).toEqual({ nodeId: 'uk-b', rank: null, exitCode: null, signal: null, message: line });
-  // Taken out, uk-b's agent does not join again: it exits with the line that names the pid.
+  expect(alone.nodes.find((n) => n.nodeId === B)?.state).toBe('lost');
+  expect(alone.nodes.find((n) => n.nodeId === A)?.state).toBe('running');
+  expect(alone.lastFailure).toEqual({ nodeId: B, rank: null, exitCode: null, signal: null, message: line });
+  // Taken out, b's agent does not join again: it exits with the line that names the pid.
   expect(await b.exited).toBe(1);
-  expect(b.output()).toContain(`telastic: node uk-b: ${line}`);
-  expect(alive(held)).toBe(true); // really unkillable: only the thaw below ends it
+  expect(b.output()).toContain(`telastic: node ${B}: ${line}`);
+  expect(alive(held)).toBe(true); // really unkillable: only the thaw after the test ends it
 
   finish(out);
   expect(await a.exited).toBe(0);
   expect(await status(e2e.conn, job)).toMatchObject({ state: 'succeeded', restarts: 1 });
 
-  // The ledger blames uk-b with the same line, and quarantine counts that failure.
+  // The ledger blames b with the same line, and quarantine counts that failure.
   const t = await waitFor('the job recorded to its end', async () => {
     const tl = await jobTimeline(postgres.pool, job);
     return tl.job?.state === 'succeeded' ? tl : null;
   }, 60_000);
-  expect(t.failures).toEqual([expect.objectContaining({ nodeId: 'uk-b', rank: null, message: line })]);
-  expect(t.nodeEvents.some((e) => e.nodeId === 'uk-b' && e.event === 'lost')).toBe(true);
-  const q = await checkQuarantine(postgres.pool, ['uk-b', 'uk-a'], { failures: 1, windowMs: 3_600_000 }, Date.now());
-  expect(q).toEqual([{ nodeId: 'uk-b', reason: expect.stringContaining(line) }]);
-  console.log(`unkillable e2e: crash to the next round without uk-b: ${tookMs} ms`);
+  expect(t.failures).toEqual([expect.objectContaining({ nodeId: B, rank: null, message: line })]);
+  expect(t.nodeEvents.some((e) => e.nodeId === B && e.event === 'lost')).toBe(true);
+  const q = await checkQuarantine(postgres.pool, [B, A], { failures: 1, windowMs: 3_600_000 }, Date.now());
+  expect(q).toEqual([{ nodeId: B, reason: expect.stringContaining(line) }]);
+  console.log(`unkillable e2e (crash on ${crashOn}): crash to the next round without ${B}: ${tookMs} ms`);
 
   controller.proc.kill('SIGTERM');
   expect(await controller.exited).toBe(0);
-});
+}
+
+test('a worker crash elsewhere: the stuck node is named by its next prepare, taken out, and the job runs on', () => scenario('uka', 'a'));
+
+test('its own worker crashes: the stuck node reports it from runWorkers, is taken out, and the job runs on', () => scenario('ukb', 'b'));
