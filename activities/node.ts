@@ -99,7 +99,10 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   let stuck: StuckProcesses | null = null;
 
   const stuckLine = (): string | null => {
+    const was = stuck;
     stuck = stillStuck(stuck);
+    // Gone at last: their group ids may be reused, so the reaper must no longer kill them.
+    if (was && !stuck) for (const pgid of was.pgids) deps.reaper?.untrack(pgid);
     return stuck ? describeStuck(stuck) : null;
   };
   const noteStuck = (round: number, r: GroupResult) => {

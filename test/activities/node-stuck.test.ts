@@ -13,7 +13,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { createNodeActivities } from '../../activities/node';
 import { WORKERS_STUCK } from '../../activities/types';
-import type { GroupResult, WorkerGroup } from '../../src/agent/workers/types';
+import type { GroupResult, Reaper, WorkerGroup } from '../../src/agent/workers/types';
 import type { RoundAssignment } from '../../src/job/assignment';
 
 const runDir = mkdtempSync(path.join(os.tmpdir(), 'telastic-node-stuck-'));
@@ -48,10 +48,14 @@ function groups(onStop: (reason: string) => GroupResult) {
   return { startGroup, end: (r: GroupResult) => end(r), started: () => started };
 }
 
+/** What the node told the reaper (an interface this project owns). */
+const untracked: number[] = [];
+const reaper: Reaper = { track: () => undefined, untrack: (pgid) => void untracked.push(pgid), close: async () => undefined };
+
 function node(startGroup: () => WorkerGroup) {
   return createNodeActivities({
     nodeId: 'n1', entrypoint: { script: 'train.py', args: [], module: false, noPython: false }, bindAddress: '127.0.0.1',
-    output: { redirects: 0, tee: 0 }, shutdownTimeoutMs: 1000, baseEnv: { PATH: '/usr/bin' }, runDir, log: pino({ level: 'silent' }), startGroup,
+    output: { redirects: 0, tee: 0 }, shutdownTimeoutMs: 1000, baseEnv: { PATH: '/usr/bin' }, runDir, log: pino({ level: 'silent' }), startGroup, reaper,
   });
 }
 
@@ -69,7 +73,7 @@ it('a failed round with a stuck process reports the node stuck; prepare refuses 
   await waitUntil(() => g.started() === 1);
   expect(n.stuck()).toBeNull();
   const failure = { localRank: 0, rank: 0, pid: 1, exitCode: 1, signal: null, message: 'boom', timestamp: 0 };
-  g.end({ state: 'failed', failure, exits: [], stuck: { processes: [{ pid, state: 'D' }], afterKillMs: 30_000 } });
+  g.end({ state: 'failed', failure, exits: [], stuck: { processes: [{ pid, state: 'D' }], afterKillMs: 30_000, pgids: [pid] } });
   const line = `worker ${pid} did not exit 30 s after SIGKILL (state D)`;
   await expect(run).resolves.toEqual({ state: 'stuck', message: line });
   expect(n.stuck()).toBe(`node n1: ${line}`);
@@ -81,16 +85,19 @@ it('a failed round with a stuck process reports the node stuck; prepare refuses 
   await expect(new MockActivityEnvironment().run(n.activities.runWorkers, { ...assignment, round: 3 })).rejects.toMatchObject({ type: WORKERS_STUCK });
   expect(g.started()).toBe(1);
 
-  // It ended at last (the hung device came back): the node serves rounds again.
+  // It ended at last (the hung device came back): the node serves rounds again, and the reaper
+  // forgets its group (the id may be reused), which it kept until then.
+  expect(untracked).not.toContain(pid);
   held.kill('SIGKILL');
   await waitUntil(() => n.stuck() === null);
+  expect(untracked).toContain(pid);
   await expect(prepare(n, 4)).resolves.toMatchObject({ nodeId: 'n1' });
 });
 
 it('a round cancelled whose stop leaves a stuck process: the next prepare refuses and names it', async () => {
   const held = await sleeper();
   const pid = held.pid!;
-  const g = groups((reason) => ({ state: 'stopped', reason, exits: [], stuck: { processes: [{ pid, state: 'D' }], afterKillMs: 5_000 } }));
+  const g = groups((reason) => ({ state: 'stopped', reason, exits: [], stuck: { processes: [{ pid, state: 'D' }], afterKillMs: 5_000, pgids: [pid] } }));
   const n = node(g.startGroup);
   const env = new MockActivityEnvironment();
   const run = env.run(n.activities.runWorkers, assignment);

@@ -9,20 +9,11 @@ import type { JobState } from '../../src/job/state';
 import { nodeView, toStatus } from '../../src/job/status';
 import { derive } from '../../src/ledger/derive';
 import { quarantineVerdict } from '../../src/ledger/quarantine';
-import { describeStuck } from '../../src/agent/workers/stuck';
 import { ids, node, state, workerFailure } from './fixtures';
 
 const apply = (s: JobState, ...events: JobEvent[]) => events.reduce(reduce, s);
 const LINE = 'workers 1234, 1235 did not exit 30 s after SIGKILL (state D)';
 const running = () => state({ round: 2, phase: 'running', members: [node('n1'), node('n2'), node('n3')] });
-
-describe('describeStuck', () => {
-  it('names every pid, the wait and the states in one line', () => {
-    expect(describeStuck({ processes: [{ pid: 1234, state: 'D' }, { pid: 1235, state: 'D' }], afterKillMs: 30_000 })).toBe(LINE);
-    expect(describeStuck({ processes: [{ pid: 7, state: 'D' }], afterKillMs: 5_000 })).toBe('worker 7 did not exit 5 s after SIGKILL (state D)');
-    expect(describeStuck({ processes: [{ pid: 7, state: 'D' }, { pid: 9, state: 'R' }], afterKillMs: 1_500 })).toBe('workers 7, 9 did not exit 1.5 s after SIGKILL (states D, R)');
-  });
-});
 
 describe('nodeStuck', () => {
   it('blames the node, not a rank, with the agent\'s line as the message', () => {

@@ -83,7 +83,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
       const stuckGroups = await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs, killWaitMs);
       // Asleep in the kernel (state D, a frozen cgroup): no signal ends them; the group ends without them.
       const members = liveMembers(stuckGroups);
-      const stuck: StuckProcesses | null = members.length > 0 ? { processes: members, afterKillMs: killWaitMs } : null;
+      const stuck: StuckProcesses | null = members.length > 0 ? { processes: members, afterKillMs: killWaitMs, pgids: stuckGroups } : null;
       // A leader that left its group (setsid) is not reached by the group signal.
       for (const w of workers) if (w.exit === null) w.child?.kill('SIGKILL');
       const stuckPids = new Set(members.map((m) => m.pid));

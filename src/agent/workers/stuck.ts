@@ -9,6 +9,8 @@ export interface StuckProcesses {
   /** Pids still alive `afterKillMs` after SIGKILL, with their /proc state letter. */
   processes: { pid: number; state: string }[];
   afterKillMs: number;
+  /** Their process groups, still tracked by the reaper: untrack them once the processes are gone. */
+  pgids: number[];
 }
 
 /** `workers 1234, 1235 did not exit 30 s after SIGKILL (state D)`; the node prefixes its name. */

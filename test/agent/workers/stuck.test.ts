@@ -15,6 +15,14 @@ function group(workers: WorkerSpec[], extra: Partial<GroupOptions> = {}) {
   return startWorkerGroup({ workers, shutdownTimeoutMs: 300, killWaitMs: 500, monitorIntervalMs: 20, output: { redirects: Std.NONE, tee: Std.NONE, console }, ...extra });
 }
 
+describe('describeStuck', () => {
+  it('names every pid, the wait and the states in one line', () => {
+    expect(describeStuck({ processes: [{ pid: 1234, state: 'D' }, { pid: 1235, state: 'D' }], afterKillMs: 30_000, pgids: [1234] })).toBe('workers 1234, 1235 did not exit 30 s after SIGKILL (state D)');
+    expect(describeStuck({ processes: [{ pid: 7, state: 'D' }], afterKillMs: 5_000, pgids: [7] })).toBe('worker 7 did not exit 5 s after SIGKILL (state D)');
+    expect(describeStuck({ processes: [{ pid: 7, state: 'D' }, { pid: 9, state: 'R' }], afterKillMs: 1_500, pgids: [7] })).toBe('workers 7, 9 did not exit 1.5 s after SIGKILL (states D, R)');
+  });
+});
+
 let freezer: Freezer | null = null;
 afterEach(async () => {
   await freezer?.remove();
@@ -37,10 +45,12 @@ it('a worker that ignores SIGTERM is killed after the shutdown timeout and is no
 it('a grandchild in a frozen cgroup survives SIGKILL: the group ends after the kill wait and names it', async () => {
   freezer = createFreezer('group');
   const dir = tempDir();
+  const untracked: number[] = [];
+  const reaper = { track: () => undefined, untrack: (pgid: number) => void untracked.push(pgid), close: async () => undefined };
   const g = group([
     shWorker(0, `trap '' TERM; sleep 1000 & echo $! > ${dir}/gc; while :; do sleep 1; done`),
     shWorker(1, 'sleep 1000'),
-  ]);
+  ], { reaper });
   const held = Number(await readWhenWritten(join(dir, 'gc')));
   await freezer.freeze(held);
   const t0 = Date.now();
@@ -50,10 +60,12 @@ it('a grandchild in a frozen cgroup survives SIGKILL: the group ends after the k
   // SIGTERM, SIGKILL after 300 ms, given up 500 ms later; never the 5 s the leaders' exits may take.
   expect(took).toBeGreaterThanOrEqual(800);
   expect(took).toBeLessThan(4_000);
-  expect(r).toMatchObject({ state: 'stopped', stuck: { processes: [{ pid: held, state: 'D' }], afterKillMs: 500 } });
+  expect(r).toMatchObject({ state: 'stopped', stuck: { processes: [{ pid: held, state: 'D' }], afterKillMs: 500, pgids: [g.pids[0]] } });
   // The worker itself died of the SIGKILL; only the held process is left.
   expect(r.exits.map((e) => e.signal)).toEqual(['SIGKILL', 'SIGTERM']);
   expect(alive(held)).toBe(true);
+  // The stuck group stays with the reaper (killed again if the agent dies); the other is forgotten.
+  expect(untracked).toEqual([g.pids[1]]);
   expect(describeStuck(r.stuck!)).toBe(`worker ${held} did not exit 0.5 s after SIGKILL (state D)`);
 });
 
