@@ -2,7 +2,9 @@
  * Node activities, run by each node's agent on its own task queue (see activities/types.ts for
  * why they are pinned). The agent keeps at most one worker group alive per job: `prepare`
  * stops whatever an earlier round left, so a round never starts beside stale workers even
- * when a cancellation has not arrived yet.
+ * when a cancellation has not arrived yet. Workers that even SIGKILL does not end (asleep in the
+ * kernel) are remembered: while one lives, `prepare` and `runWorkers` fail with WORKERS_STUCK
+ * naming them, and the job takes the node out.
  */
 import { Context, CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -13,13 +15,13 @@ import type { Entrypoint } from '../src/job/spec';
 import type { LaunchCheck } from '../src/agent/allow';
 import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed } from '../src/agent/env';
 import { openTimerFifo, type TimerFifo } from '../src/agent/timer/fifo';
-import { startWorkerGroup } from '../src/agent/workers';
-import type { OutputOptions, Reaper } from '../src/agent/workers/types';
+import { describeStuck, startWorkerGroup, stillStuck, type StuckProcesses } from '../src/agent/workers';
+import type { GroupResult, OutputOptions, Reaper } from '../src/agent/workers/types';
 import { liveRound, type LiveRound } from '../src/agent/workers/live-round';
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
 import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
-import { NOT_ALLOWED } from './types';
+import { NOT_ALLOWED, WORKERS_STUCK } from './types';
 
 export interface NodeDeps {
   nodeId: string;
@@ -73,6 +75,11 @@ export interface NodeActivityHandle {
   stopStale(keep: string | null, before: number, reason: string): Promise<void>;
   /** Worker processes of the current round still running (the agent's metrics). */
   workersRunning(): number;
+  /**
+   * `node N: workers … did not exit … after SIGKILL (state D)` while processes of an earlier
+   * round that SIGKILL did not end are alive; null otherwise.
+   */
+  stuck(): string | null;
 }
 
 function alive(pid: number): boolean {
@@ -88,11 +95,33 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   // The last round started here, kept after it ended: a run that adopts it gets its result.
   let current: LiveRound | null = null;
   let startedAt = 0;
+  // Processes of an ended round that SIGKILL did not end; dropped once none is alive.
+  let stuck: StuckProcesses | null = null;
+
+  const stuckLine = (): string | null => {
+    const was = stuck;
+    stuck = stillStuck(stuck);
+    // Gone at last: their group ids may be reused, so the reaper must no longer kill them.
+    if (was && !stuck) for (const pgid of was.pgids) deps.reaper?.untrack(pgid);
+    return stuck ? describeStuck(stuck) : null;
+  };
+  const noteStuck = (round: number, r: GroupResult) => {
+    if (!r.stuck || stuck === r.stuck) return;
+    stuck = r.stuck;
+    deps.log.error({ round, pids: r.stuck.processes.map((p) => p.pid) }, describeStuck(r.stuck));
+  };
+  /** Fails the activity while stuck processes live: no round may start beside them. */
+  const refuseIfStuck = () => {
+    const line = stuckLine();
+    if (line !== null) throw ApplicationFailure.nonRetryable(line, WORKERS_STUCK);
+  };
 
   async function stopAll(reason: string): Promise<void> {
     const r = current;
     current = null;
-    if (r) await r.group.stop(reason);
+    if (!r) return;
+    await r.group.stop(reason);
+    noteStuck(r.round, await r.group.wait());
   }
 
   /**
@@ -109,9 +138,17 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   }
 
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
-    Context.current().heartbeat();
+    const ctx = Context.current();
+    ctx.heartbeat();
     await launchFor(input.launch);
-    await stopAll(`round ${input.round} is forming`);
+    // Stopping workers that ignore SIGTERM takes the shutdown timeout, and more when they do not die.
+    const beat = setInterval(() => ctx.heartbeat(), 1_000);
+    try {
+      await stopAll(`round ${input.round} is forming`);
+    } finally {
+      clearInterval(beat);
+    }
+    refuseIfStuck();
     const port = await reservePort(deps.bindAddress);
     deps.log.info({ round: input.round, port }, 'prepared');
     return { nodeId: deps.nodeId, port };
@@ -132,6 +169,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     // It runs the real path this check resolved, whose directories no one else may write.
     const { entrypoint, baseEnv } = await launchFor(a.launch);
     await stopAll(`round ${a.round} starts`);
+    refuseIfStuck();
     const errorDir = path.join(deps.runDir, a.jobId, `round_${a.round}`);
     await mkdir(errorDir, { recursive: true });
     // The agent's interpreter, never the submitter's (PYTHON_EXEC is never taken from a launch).
@@ -164,6 +202,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
     // The group closes it when it ends; a stand-in group (bench/scale-sim.ts) may not.
     if (timerFifo) void group.wait().finally(() => timerFifo.close());
+    void group.wait().then((r) => noteStuck(a.round, r));
     current = liveRound(a.jobId, a.round, group);
     startedAt = Date.now();
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
@@ -194,7 +233,12 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const beat = setInterval(() => ctx.heartbeat({ round: a.round, nodeId: a.nodeId, progress: group.progress?.() ?? null }), every);
     try {
       const result = await Promise.race([group.wait(), ctx.cancelled]);
+      // A round that succeeded is over whatever is left; one that failed reports the node stuck.
       if (result.state === 'succeeded') return { state: 'succeeded' };
+      if (result.stuck) {
+        noteStuck(a.round, result);
+        return { state: 'stuck', message: describeStuck(result.stuck) };
+      }
       if (result.state === 'failed') {
         const { localRank, rank, exitCode, signal, message, timestamp } = result.failure;
         deps.log.warn({ round: a.round, rank, exitCode, signal, message }, 'worker failed');
@@ -232,5 +276,9 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
 
   // A worker of a round that runs on may have exited 0 already: counted only while its pid lives.
   const workersRunning = () => (current && !current.ended ? current.group.pids.filter(alive).length : 0);
-  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning };
+  const stuckNow = () => {
+    const line = stuckLine();
+    return line === null ? null : `node ${deps.nodeId}: ${line}`;
+  };
+  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning, stuck: stuckNow };
 }

@@ -27,7 +27,9 @@ export interface PrepareResult {
 /** A round's workers on this node: all exited 0, or the first to fail (its pid means nothing off the node). */
 export type RunWorkersResult =
   | { state: 'succeeded' }
-  | { state: 'failed'; failure: Omit<WorkerFailure, 'pid'> };
+  | { state: 'failed'; failure: Omit<WorkerFailure, 'pid'> }
+  /** Processes of the round that SIGKILL did not end: `message` is describeStuck's line. */
+  | { state: 'stuck'; message: string };
 
 export interface SignalWorkersInput {
   jobId: string;
@@ -69,6 +71,12 @@ export interface LedgerActivities {
 }
 
 export const LEDGER_QUEUE = 'telastic.ledger';
+
+/**
+ * The failure type of `prepare` or `runWorkers` on a node whose earlier workers SIGKILL did not
+ * end: its message is describeStuck's line. The job takes the node out (src/job/events.ts).
+ */
+export const WORKERS_STUCK = 'WorkersStuck';
 
 /** The failure type of a node activity whose (pool) agent refuses the job's command. */
 export const NOT_ALLOWED = 'NotAllowed';

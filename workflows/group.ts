@@ -7,7 +7,7 @@
 import * as wf from '@temporalio/workflow';
 import { ActivityCancellationType, ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
 import type { NodeActivities } from '../activities/types';
-import { NOT_ALLOWED, nodeQueue } from '../activities/types';
+import { NOT_ALLOWED, WORKERS_STUCK, nodeQueue } from '../activities/types';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Failure, NodeOutcome } from '../src/job/state';
 import { groupFinishedSignal } from './messages';
@@ -18,8 +18,11 @@ export interface GroupTiming {
   shutdownTimeoutMs: number;
 }
 
-/** `refused`: the node's agent will not run the job's command (a pool agent's --allow). */
-export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string; refused?: boolean };
+/**
+ * `refused`: the node's agent will not run the job's command (a pool agent's --allow); `stuck`:
+ * its agent could not end the workers of its last round (`why` names them).
+ */
+export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string; refused?: boolean; stuck?: boolean };
 
 export type { NodeOutcome };
 
@@ -33,7 +36,9 @@ function onNode(t: GroupTiming, nodeId: string, summary: string, long: boolean):
   return wf.proxyActivities<NodeActivities>({
     taskQueue: nodeQueue(nodeId),
     scheduleToStartTimeout: t.prepareTimeoutMs,
-    startToCloseTimeout: long ? '3650 days' : t.shutdownTimeoutMs + 60_000,
+    // prepare stops the last round's workers: SIGTERM, SIGKILL after the shutdown timeout, and
+    // as long again (at least 5 s) for them to die before they are reported stuck.
+    startToCloseTimeout: long ? '3650 days' : 2 * t.shutdownTimeoutMs + 65_000,
     heartbeatTimeout: t.heartbeatTimeoutMs,
     retry: { maximumAttempts: 1 },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
@@ -62,9 +67,10 @@ export interface PrepareGroupInput {
   launch?: Launch;
 }
 
-function refusal(err: unknown): string | null {
+/** The message of a node activity's failure of `type` (NOT_ALLOWED, WORKERS_STUCK), else null. */
+function failureOf(err: unknown, type: string): string | null {
   const cause = err instanceof ActivityFailure ? err.cause : null;
-  return cause instanceof ApplicationFailure && cause.type === NOT_ALLOWED ? cause.message : null;
+  return cause instanceof ApplicationFailure && cause.type === type ? cause.message : null;
 }
 
 /** `prepare` on every node of the group as a child workflow. */
@@ -82,8 +88,10 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port }),
           (e: unknown): PrepareAnswer => {
-            const refused = refusal(e);
+            const refused = failureOf(e, NOT_ALLOWED);
             if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
+            const stuck = failureOf(e, WORKERS_STUCK);
+            if (stuck !== null) return { nodeId, ok: false, why: stuck, stuck: true };
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },
@@ -129,11 +137,15 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
       .then(
         (r) => {
           if (r.state === 'succeeded') return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'succeeded' });
+          if (r.state === 'stuck') return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'stuck', message: r.message });
           const f = r.failure;
           const failure: Failure = { nodeId: a.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message, round };
           return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'failed', failure });
         },
-        (e: unknown) => outcomes.set(a.nodeId, { nodeId: a.nodeId, ...classify(e, timing) }),
+        (e: unknown) => {
+          const stuck = failureOf(e, WORKERS_STUCK);
+          outcomes.set(a.nodeId, stuck !== null ? { nodeId: a.nodeId, kind: 'stuck', message: stuck } : { nodeId: a.nodeId, ...classify(e, timing) });
+        },
       );
   }
   const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');

@@ -79,7 +79,7 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
         ).flat();
   const refused = answers.find((a) => !a.ok && a.refused);
   if (refused && !refused.ok) return { refused: refused.why };
-  const unanswered = answers.flatMap((a) => (a.ok ? [] : [{ nodeId: a.nodeId, why: a.why }]));
+  const unanswered = answers.flatMap((a) => (a.ok ? [] : [{ nodeId: a.nodeId, why: a.why, ...(a.stuck ? { stuck: true } : {}) }]));
   const { members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId), unanswered });
   // Every participant may have been drained (or left) while prepare ran: form again.
   if (unanswered.length > 0 || members.length < run.state.spec.minNodes) return null;

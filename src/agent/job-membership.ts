@@ -1,7 +1,8 @@
 /**
  * `telastic run`'s membership: the node starts its job's workflow (or finds it running), offers
  * itself through the job's lobby and follows the job through `nodeQuery` until the job ends or
- * drains the node. A node the job dropped as lost while alive stops its workers and joins again.
+ * drains the node. A node the job dropped as lost while alive stops its workers and joins again,
+ * unless processes of its last round survived SIGKILL: it exits with the line that names them.
  */
 import { randomUUID } from 'node:crypto';
 import { drainNode, nodeState, sendToLobby, startJob } from '../client/api';
@@ -106,6 +107,9 @@ export function jobMembership(o: JobMembershipOptions): Membership {
         if (me.node === 'rejected') return { code: 2, summary: `join rejected: ${me.reason ?? 'by the job'}` };
         if (me.node === 'drained' || me.node === 'left') return { code: 0, summary: `node ${node.nodeId} was drained from job ${jobId}` };
         if (me.node === 'lost') {
+          // Taken out because it could not end its workers: it may not run another round beside them.
+          const stuck = node.activities.stuck();
+          if (stuck !== null) return { code: 1, summary: stuck };
           node.log.warn('this node was dropped from the job: stopping its workers and joining again');
           await node.activities.stopAll('node was dropped');
           await sendToLobby(node.client, lobby, { kind: 'join', req: joinRequest(node) }).catch((err) => node.log.error({ err: String(err) }, 'rejoin failed'));

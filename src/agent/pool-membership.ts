@@ -59,6 +59,7 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
     async follow(node, stop) {
       let last: PoolNodeView | null = null;
       let polls = 0;
+      let toldStuck: string | null = null;
       while (!stop.aborted) {
         await abortableSleep(POLL_MS, stop);
         if (stop.aborted) break;
@@ -77,8 +78,13 @@ export function poolMembership(o: PoolMembershipOptions): Membership {
           await node.activities.stopStale(v.jobId, askedAt, 'the node is no longer granted to their job');
           if (v.jobId && ++polls % JOB_CHECK_EVERY === 0) await checkJob(node, v.jobId);
         }
-        // Lost (a job lost it, or the lease lapsed) while alive, or not recorded yet: offer it again.
-        if ((mine && v.state === 'lost') || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
+        // Lost (a job lost it, or the lease lapsed) while alive, or not recorded yet: offer it again,
+        // unless workers SIGKILL did not end still live here (no job could run beside them).
+        const stuck = node.activities.stuck();
+        if (stuck !== null && mine && v.state === 'lost') {
+          if (stuck !== toldStuck) console.error(`telastic agent: ${stuck}: not offered to pool ${o.pool} again while they live`);
+          toldStuck = stuck;
+        } else if ((mine && v.state === 'lost') || (!mine && Date.now() - registeredAt > REREGISTER_MS)) {
           await registerWithPool(node.client, o.pool, register(node)).catch((err) => node.log.warn({ err: String(err) }, 'register failed'));
           registeredAt = Date.now();
         }

@@ -223,6 +223,15 @@ export function nodeLost(state: JobState, nodeId: string, why: string): Failure 
 }
 
 /**
+ * A node whose agent could not end its workers (src/agent/workers/stuck.ts): `message` is the
+ * agent's line (`workers 1234 did not exit 30 s after SIGKILL (state D)`). Like a lost node it is
+ * taken out of the job and blamed, so the ledger counts it toward the node's quarantine.
+ */
+export function nodeStuck(state: JobState, nodeId: string, message: string): Failure {
+  return { nodeId, rank: null, exitCode: null, signal: null, message, round: state.round };
+}
+
+/**
  * Blame the cause, not the victims: a vanished node outranks worker failures it provoked on
  * healthy nodes (a broken collective); otherwise the first failure stays the root cause.
  */

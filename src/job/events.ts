@@ -24,10 +24,11 @@ import type { Quarantine } from './quarantine';
  */
 export type LobbyEvent = { kind: 'join'; req: JoinRequest } | { kind: 'leave'; req: LeaveRequest };
 
-/** A participant that did not answer `prepare`, and why. */
+/** A participant that did not answer `prepare`, and why; `stuck`: its agent could not end its last round's workers. */
 export interface Unanswered {
   nodeId: string;
   why: string;
+  stuck?: boolean;
 }
 
 export type JobEvent =
@@ -144,6 +145,8 @@ function prepared(s: JobState, participants: string[], unanswered: Unanswered[])
     return unanswered.reduce((next, u) => {
       const wasMember = next.members.some((m) => m.nodeId === u.nodeId);
       const gone = d.applyDeparture(next, u.nodeId, 'lost');
+      // Stuck workers are the node's fault wherever it stood: blamed even as a newcomer.
+      if (u.stuck) return { ...gone, pendingFailure: d.mergeCause(gone.pendingFailure, d.nodeStuck(gone, u.nodeId, u.why)) };
       return wasMember ? { ...gone, pendingFailure: d.mergeCause(gone.pendingFailure, d.nodeLost(gone, u.nodeId, u.why)) } : gone;
     }, s);
   }
@@ -154,7 +157,7 @@ function prepared(s: JobState, participants: string[], unanswered: Unanswered[])
   return { ...s, members, waiting: [...everyone.values()].filter((n) => !ids.has(n.nodeId)), finished: [] };
 }
 
-/** The round stopped short of success: blame what failed or vanished, and restart. */
+/** The round stopped short of success: blame what failed, vanished or is stuck, and restart; a stuck node is taken out. */
 function roundEnded(s: JobState, outcomes: NodeOutcome[]): JobState {
   let next: JobState = { ...s, phase: 'restarting', finished: [] };
   for (const o of outcomes) {
@@ -162,6 +165,10 @@ function roundEnded(s: JobState, outcomes: NodeOutcome[]): JobState {
     if (o.kind === 'lost') {
       next = d.applyDeparture(next, o.nodeId, 'lost');
       next = { ...next, pendingFailure: d.mergeCause(next.pendingFailure, d.nodeLost(next, o.nodeId, o.why)) };
+    }
+    if (o.kind === 'stuck') {
+      next = d.applyDeparture(next, o.nodeId, 'lost');
+      next = { ...next, pendingFailure: d.mergeCause(next.pendingFailure, d.nodeStuck(next, o.nodeId, o.message)) };
     }
   }
   return next;

@@ -140,6 +140,8 @@ export type NodeOutcome =
   | { nodeId: string; kind: 'succeeded' }
   | { nodeId: string; kind: 'failed'; failure: Failure }
   | { nodeId: string; kind: 'lost'; why: string }
+  /** Its agent could not end the round's processes (SIGKILL did not): `message` names the pids. */
+  | { nodeId: string; kind: 'stuck'; message: string }
   | { nodeId: string; kind: 'stopped' };
 
 export interface Rejection {

@@ -5,14 +5,16 @@
  *                 → (first worker exits ≠ 0 or by a signal) failed: the rest are stopped
  *                 → (stop()) stopped: stopping is not a failure.
  * Leaving any state the group stops every process group still alive (grandchildren of
- * successful workers included), and `wait()` resolves only once none is left.
+ * successful workers included), and `wait()` resolves only once none is left, or once only
+ * processes that SIGKILL did not end within `killWaitMs` are (reported as `stuck`).
  */
 import type { ChildProcess } from 'child_process';
 import { rmSync } from 'fs';
 import { catchesSignal } from './catches';
 import { readErrorFileMessage } from './error-file';
 import { prepareOutput, type WorkerOutput } from './output';
-import { terminateGroups } from './process-group';
+import { liveMembers, terminateGroups } from './process-group';
+import type { StuckProcesses } from './stuck';
 import { spawnWorker } from './spawn';
 import { startWatchdog, type Watchdog } from '../timer/watchdog';
 import { watchProgress, type ProgressWatch } from './progress';
@@ -80,23 +82,30 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     done = (async (): Promise<GroupResult> => {
       await Promise.resolve(); // a failure during the start loop: let it finish recording pids first
       const pgids = workers.filter((w) => w.pid > 0).map((w) => w.pid);
-      await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs);
+      const killWaitMs = opts.killWaitMs ?? Math.max(opts.shutdownTimeoutMs, 5_000);
+      const stuckGroups = await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs, killWaitMs);
+      // Asleep in the kernel (state D, a frozen cgroup): no signal ends them; the group ends without them.
+      const members = liveMembers(stuckGroups);
+      const stuck: StuckProcesses | null = members.length > 0 ? { processes: members, afterKillMs: killWaitMs, pgids: stuckGroups } : null;
       // A leader that left its group (setsid) is not reached by the group signal.
       for (const w of workers) if (w.exit === null) w.child?.kill('SIGKILL');
-      await Promise.race([Promise.all(workers.map((w) => w.exited)), delay(5_000)]);
+      const stuckPids = new Set(members.map((m) => m.pid));
+      await Promise.race([Promise.all(workers.filter((w) => !stuckPids.has(w.pid)).map((w) => w.exited)), delay(5_000)]);
       await Promise.all(workers.map((w) => w.output.close(1_000)));
       opts.timerFifo?.close();
-      for (const pgid of pgids) opts.reaper?.untrack(pgid);
+      // Stuck groups stay tracked: should they ever wake after the agent died, the reaper ends them.
+      for (const pgid of pgids) if (!stuckGroups.includes(pgid)) opts.reaper?.untrack(pgid);
 
       const exits = workers.flatMap((w) => (w.exit === null ? [] : [w.exit])).sort((a, b) => a.localRank - b.localRank);
-      if (state === 'succeeded') return { state, exits };
-      if (state === 'stopped' || failure === null) return { state: 'stopped', reason, exits };
+      const extra = stuck ? { stuck } : {};
+      if (state === 'succeeded') return { state, exits, ...extra };
+      if (state === 'stopped' || failure === null) return { state: 'stopped', reason, exits, ...extra };
       const failed = workers.find((w) => w.spec.localRank === failure!.localRank)!;
       const message =
         failure.message ??
         readErrorFileMessage(failed.spec.env.TORCHELASTIC_ERROR_FILE) ??
         failed.output.lastStderrLine();
-      return { state: 'failed', failure: { ...failure, message }, exits };
+      return { state: 'failed', failure: { ...failure, message }, exits, ...extra };
     })();
     void done.then(resolveResult);
     return done;

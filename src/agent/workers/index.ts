@@ -6,4 +6,5 @@ export { attemptLogDir, workerLogPaths } from './layout';
 export { readErrorFileMessage } from './error-file';
 export { startWorkerGroup } from './group';
 export { createReaper, killOrphans, defaultStateDir, type OrphanReport } from './reaper';
-export { isAlive, liveGroups, terminateGroups } from './process-group';
+export { isAlive, liveGroups, liveMembers, terminateGroups } from './process-group';
+export { describeStuck, stillStuck, type StuckProcesses } from './stuck';

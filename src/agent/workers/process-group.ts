@@ -60,6 +60,20 @@ export function liveGroups(pgids: Iterable<number>): Set<number> {
   return live;
 }
 
+/** The live processes of `pgids` and their /proc state letter (`D`: in the kernel, `R`, `S`…), by pid. */
+export function liveMembers(pgids: Iterable<number>): { pid: number; state: string }[] {
+  const wanted = new Set(pgids);
+  if (wanted.size === 0) return [];
+  if (!HAVE_PROC) return [...liveGroups(wanted)].map((pid) => ({ pid, state: '?' }));
+  const out: { pid: number; state: string }[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const f = statFields(name);
+    if (f !== null && !dead(f[0]) && wanted.has(Number(f[2]))) out.push({ pid: Number(name), state: f[0]! });
+  }
+  return out.sort((a, b) => a.pid - b.pid);
+}
+
 /** Sends `signal` to process group `pgid`; false when the group no longer exists. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   if (!(pgid > 1)) return false; // never -0 (our own group) or -1 (every process)

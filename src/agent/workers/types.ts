@@ -7,6 +7,7 @@
 import type { Logger } from '../../log';
 import type { TimerFifo } from '../timer/fifo';
 import type { ProgressReport } from './progress';
+import type { StuckProcesses } from './stuck';
 
 /** torchrun's `Std` flags: which of a worker's streams a setting applies to. */
 export const Std = { NONE: 0, OUT: 1, ERR: 2, ALL: 3 } as const;
@@ -51,6 +52,11 @@ export interface GroupOptions {
   cwd?: string;
   /** SIGTERM, then SIGKILL after this long (torchrun's `--shutdown-timeout`, in ms). */
   shutdownTimeoutMs: number;
+  /**
+   * How long processes may take to die after SIGKILL before the group gives up on them and reports
+   * them stuck (`GroupResult.stuck`). @default max(shutdownTimeoutMs, 5 s)
+   */
+  killWaitMs?: number;
   /** How often a stopping group is checked for processes still alive. @default 100 */
   monitorIntervalMs?: number;
   output: OutputOptions;
@@ -110,16 +116,22 @@ export interface WorkerFailure {
  * - succeeded: every worker exited 0.
  * - failed: `failure` is the first worker to fail; the others were stopped.
  * - stopped: `stop()` was called before any worker failed; being stopped is not a failure.
+ * `stuck`, in any state: processes of the group that SIGKILL did not end within `killWaitMs`
+ * (src/agent/workers/stuck.ts); the group ended without them and they are still tracked by the reaper.
  */
-export type GroupResult =
+export type GroupResult = (
   | { state: 'succeeded'; exits: WorkerExit[] }
   | { state: 'failed'; failure: WorkerFailure; exits: WorkerExit[] }
-  | { state: 'stopped'; reason: string | null; exits: WorkerExit[] };
+  | { state: 'stopped'; reason: string | null; exits: WorkerExit[] }
+) & { stuck?: StuckProcesses };
 
 export interface WorkerGroup {
   /** Pids (= process group ids) of the started workers, in local-rank order. */
   readonly pids: number[];
-  /** Resolves once the group has ended and no process of it is left, grandchildren included. */
+  /**
+   * Resolves once the group has ended and no process of it is left, grandchildren included, or
+   * only processes SIGKILL cannot end are (`stuck`).
+   */
   wait(): Promise<GroupResult>;
   /**
    * SIGTERM every worker's process group, SIGKILL after `shutdownTimeoutMs`; resolves when no
