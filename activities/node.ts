@@ -18,8 +18,9 @@ import type { OutputOptions, Reaper } from '../src/agent/workers/types';
 import { liveRound, type LiveRound } from '../src/agent/workers/live-round';
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
-import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
-import { NOT_ALLOWED } from './types';
+import { runHealthCheck, type HealthCheck } from '../src/agent/health-check';
+import type { CheckHealthInput, CheckHealthResult, NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
+import { HEALTH_CHECK_FAILED, NOT_ALLOWED } from './types';
 
 export interface NodeDeps {
   nodeId: string;
@@ -40,6 +41,11 @@ export interface NodeDeps {
   /** What `signalWorkers` sends: --checkpoint-signal. @default SIGUSR1 */
   checkpointSignal?: NodeJS.Signals;
   baseEnv: NodeJS.ProcessEnv;
+  /**
+   * The operator's health check (--health-check), run in every `prepare` after the node's stale
+   * workers stopped, and by `checkHealth`. Absent: every check passes.
+   */
+  healthCheck?: HealthCheck;
   /** Per-agent scratch directory (error files). */
   runDir: string;
   reaper?: Reaper;
@@ -108,10 +114,41 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     return { entrypoint: checked.launch.entrypoint, baseEnv: { ...poolWorkerBaseEnv(deps.baseEnv, checked.passEnv), ...checked.launch.env } };
   }
 
+  /**
+   * The agent's health check, with the job's names in its environment; heartbeats while it runs.
+   * Run after stale workers stopped: their memory and GPUs are free again.
+   */
+  async function checkHealth(input: CheckHealthInput): Promise<CheckHealthResult> {
+    const check = deps.healthCheck;
+    if (!check) return { ok: true };
+    const ctx = Context.current();
+    const beat = setInterval(() => ctx.heartbeat(), 1000);
+    try {
+      const env = {
+        ...deps.baseEnv,
+        TELASTIC_JOB_ID: input.jobId,
+        TELASTIC_ROUND: String(input.round),
+        TELASTIC_NODE_ID: deps.nodeId,
+        ...(input.checkpointDir ? { TELASTIC_CHECKPOINT_DIR: input.checkpointDir } : {}),
+      };
+      const r = await runHealthCheck(check, env);
+      if (r.ok) {
+        deps.log.info({ round: input.round, durationMs: r.durationMs }, 'health check passed');
+        return { ok: true };
+      }
+      deps.log.warn({ round: input.round, exitCode: r.exitCode, reason: r.reason, durationMs: r.durationMs }, 'health check failed: the node stays out of the round');
+      return { ok: false, reason: r.reason, exitCode: r.exitCode };
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
     Context.current().heartbeat();
     await launchFor(input.launch);
     await stopAll(`round ${input.round} is forming`);
+    const health = await checkHealth(input);
+    if (!health.ok) throw ApplicationFailure.create({ message: health.reason, type: HEALTH_CHECK_FAILED, nonRetryable: true, details: [{ exitCode: health.exitCode }] });
     const port = await reservePort(deps.bindAddress);
     deps.log.info({ round: input.round, port }, 'prepared');
     return { nodeId: deps.nodeId, port };
@@ -225,5 +262,5 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
 
   // A worker of a round that runs on may have exited 0 already: counted only while its pid lives.
   const workersRunning = () => (current && !current.ended ? current.group.pids.filter(alive).length : 0);
-  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning };
+  return { activities: { prepare, checkHealth, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning };
 }

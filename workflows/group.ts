@@ -7,7 +7,7 @@
 import * as wf from '@temporalio/workflow';
 import { ActivityCancellationType, ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
 import type { NodeActivities } from '../activities/types';
-import { NOT_ALLOWED, nodeQueue } from '../activities/types';
+import { HEALTH_CHECK_FAILED, NOT_ALLOWED, nodeQueue } from '../activities/types';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Failure, NodeOutcome } from '../src/job/state';
 import { groupFinishedSignal } from './messages';
@@ -18,8 +18,13 @@ export interface GroupTiming {
   shutdownTimeoutMs: number;
 }
 
-/** `refused`: the node's agent will not run the job's command (a pool agent's --allow). */
-export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string; refused?: boolean };
+/**
+ * `refused`: the node's agent will not run the job's command (a pool agent's --allow).
+ * `unhealthy`: its agent's health check failed (`why` is the check's last stderr line).
+ */
+export type PrepareAnswer =
+  | { nodeId: string; ok: true; port: number }
+  | { nodeId: string; ok: false; why: string; refused?: boolean; unhealthy?: { exitCode: number | null } };
 
 export type { NodeOutcome };
 
@@ -60,11 +65,20 @@ export interface PrepareGroupInput {
   timing: GroupTiming;
   /** Pool jobs: what the nodes are to run, for their agents to check. */
   launch?: Launch;
+  /** The job's checkpoint directory, for the agents' health checks. */
+  checkpointDir?: string;
 }
 
 function refusal(err: unknown): string | null {
   const cause = err instanceof ActivityFailure ? err.cause : null;
   return cause instanceof ApplicationFailure && cause.type === NOT_ALLOWED ? cause.message : null;
+}
+
+function healthFailure(err: unknown): { why: string; exitCode: number | null } | null {
+  const cause = err instanceof ActivityFailure ? err.cause : null;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== HEALTH_CHECK_FAILED) return null;
+  const exitCode = (cause.details?.[0] as { exitCode?: unknown } | undefined)?.exitCode;
+  return { why: cause.message, exitCode: typeof exitCode === 'number' ? exitCode : null };
 }
 
 /** `prepare` on every node of the group as a child workflow. */
@@ -74,16 +88,18 @@ export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAns
 
 /** `prepare` on every node; one answer per node, in the given order. */
 export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
-  const { jobId, round, timing, launch } = input;
+  const { jobId, round, timing, launch, checkpointDir } = input;
   return Promise.all(
     input.nodeIds.map((nodeId) =>
       onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
-        .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}) })
+        .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port }),
           (e: unknown): PrepareAnswer => {
             const refused = refusal(e);
             if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
+            const sick = healthFailure(e);
+            if (sick !== null) return { nodeId, ok: false, why: sick.why, unhealthy: { exitCode: sick.exitCode } };
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_GROUP_SIZE } from './groups';
+import { DEFAULT_UNUSABLE_TIMEOUT_MS } from './health';
 
 const id = z
   .string()
@@ -35,6 +36,11 @@ export const rdzvTimingSchema = z.object({
   prepareTimeoutMs: ms.default(5_000),
   /** Nodes per group workflow (`group_size`): see src/job/groups.ts and DESIGN.md, Scale. */
   groupSize: z.number().int().min(1).max(1000).default(DEFAULT_GROUP_SIZE),
+  /**
+   * How long the job waits when enough nodes joined but the ones it may not use (quarantined,
+   * failing their health check) leave it below minNodes, before it fails (src/job/health.ts).
+   */
+  unusableTimeoutMs: ms.default(DEFAULT_UNUSABLE_TIMEOUT_MS),
 });
 export type RdzvTiming = z.infer<typeof rdzvTimingSchema>;
 

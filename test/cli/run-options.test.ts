@@ -26,7 +26,7 @@ describe('defaults are torchrun\'s', () => {
       address: 'localhost:7233',
       namespace: 'default',
       taskQueue: 'telastic',
-      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
+      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, unusableTimeoutMs: 60_000, groupSize: 64 },
       standalone: false,
       metrics: null,
       maxRestarts: 0,
