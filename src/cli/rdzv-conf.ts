@@ -18,13 +18,12 @@ const KNOWN = {
   unusable_timeout: { field: 'unusableTimeoutMs', bound: 'positive', defaultMs: DEFAULT_UNUSABLE_TIMEOUT_MS },
 } as const satisfies Record<string, { field: Exclude<keyof RdzvTiming, 'groupSize'>; bound: 'positive' | 'nonnegative'; defaultMs: number }>;
 
-/** The defaults, in seconds as `--rdzv-conf` takes them: 600, 30, 10, 5 and 60; group_size 64. */
+/** The defaults, in seconds as `--rdzv-conf` takes them: 600, 30, 10 and 5; group_size 64 (unusable_timeout: 60, src/job/health.ts). */
 export const RDZV_CONF_DEFAULTS_MS: RdzvTiming = {
   joinTimeoutMs: KNOWN.join_timeout.defaultMs,
   lastCallTimeoutMs: KNOWN.last_call_timeout.defaultMs,
   heartbeatTimeoutMs: KNOWN.heartbeat_timeout.defaultMs,
   prepareTimeoutMs: KNOWN.prepare_timeout.defaultMs,
-  unusableTimeoutMs: KNOWN.unusable_timeout.defaultMs,
   groupSize: DEFAULT_GROUP_SIZE,
 };
 

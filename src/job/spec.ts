@@ -5,7 +5,6 @@
  */
 import { z } from 'zod';
 import { DEFAULT_GROUP_SIZE } from './groups';
-import { DEFAULT_UNUSABLE_TIMEOUT_MS } from './health';
 
 const id = z
   .string()
@@ -39,8 +38,9 @@ export const rdzvTimingSchema = z.object({
   /**
    * How long the job waits when enough nodes joined but the ones it may not use (quarantined,
    * failing their health check) leave it below minNodes, before it fails (src/job/health.ts).
+   * Absent: DEFAULT_UNUSABLE_TIMEOUT_MS (60 s).
    */
-  unusableTimeoutMs: ms.default(DEFAULT_UNUSABLE_TIMEOUT_MS),
+  unusableTimeoutMs: ms.optional(),
 });
 export type RdzvTiming = z.infer<typeof rdzvTimingSchema>;
 

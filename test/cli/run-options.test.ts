@@ -26,7 +26,7 @@ describe('defaults are torchrun\'s', () => {
       address: 'localhost:7233',
       namespace: 'default',
       taskQueue: 'telastic',
-      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, unusableTimeoutMs: 60_000, groupSize: 64 },
+      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
       standalone: false,
       metrics: null,
       maxRestarts: 0,
@@ -363,5 +363,25 @@ describe('accepted and ignored', () => {
   it('accepts torchrun\'s other flags', () => {
     const o = run(['--event-log-handler', 'null', '--logs-specs', 'x', '--numa-binding', 'node', '--signals-to-handle', 'SIGTERM', 't.py']);
     expect(o.notes).toHaveLength(4);
+  });
+});
+
+describe('--health-check', () => {
+  it('is absent by default; the flag beats TELASTIC_HEALTH_CHECK; the timeout defaults to 30 s', () => {
+    expect(run(['train.py']).healthCheck).toBeUndefined();
+    expect(run(['--health-check', './hc.sh', 'train.py']).healthCheck).toEqual({ command: './hc.sh', timeoutMs: 30_000 });
+    expect(run(['train.py'], { TELASTIC_HEALTH_CHECK: 'nvidia-smi' }).healthCheck).toEqual({ command: 'nvidia-smi', timeoutMs: 30_000 });
+    expect(run(['--health-check', 'a', 'train.py'], { TELASTIC_HEALTH_CHECK: 'b', TELASTIC_HEALTH_CHECK_TIMEOUT: '5' }).healthCheck).toEqual({ command: 'a', timeoutMs: 5000 });
+    expect(run(['--health-check', 'a', '--health-check-timeout', '2.5', 'train.py']).healthCheck).toEqual({ command: 'a', timeoutMs: 2500 });
+  });
+
+  it('a bad timeout is one line naming it', () => {
+    expect(usageError(['--health-check', 'a', '--health-check-timeout', '0', 'train.py']).message).toMatch(/^--health-check-timeout 0: /);
+    expect(usageError(['train.py'], { TELASTIC_HEALTH_CHECK: 'a', TELASTIC_HEALTH_CHECK_TIMEOUT: 'soon' }).message).toMatch(/^TELASTIC_HEALTH_CHECK_TIMEOUT soon: /);
+  });
+
+  it('takes unusable_timeout in --rdzv-conf (absent: the job\'s default, 60 s)', () => {
+    expect(run(['train.py']).rdzv.unusableTimeoutMs).toBeUndefined();
+    expect(run(['--rdzv-conf', 'unusable_timeout=5', 'train.py']).rdzv.unusableTimeoutMs).toBe(5000);
   });
 });

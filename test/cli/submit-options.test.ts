@@ -35,7 +35,7 @@ describe('defaults', () => {
         maxRestarts: 0,
         role: 'default',
         entrypoint: { script: path.resolve('train.py'), args: [], module: false, noPython: false },
-        rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, unusableTimeoutMs: 60_000, groupSize: 64 },
+        rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
         shutdownTimeoutMs: 30_000,
       },
       wait: false,

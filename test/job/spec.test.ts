@@ -33,7 +33,7 @@ describe('jobSpecSchema', () => {
       maxRestarts: 0,
       role: 'default',
       entrypoint: { script: 'train.py', args: [], module: false, noPython: false },
-      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, unusableTimeoutMs: 60_000, groupSize: 64 },
+      rdzv: { joinTimeoutMs: 600_000, lastCallTimeoutMs: 30_000, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
       shutdownTimeoutMs: 30_000,
       searchAttributes: false,
     });
