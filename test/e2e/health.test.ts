@@ -9,7 +9,8 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { testAddress } from '../setup/temporal';
 import { postgresPerFile } from '../setup/postgres';
-import { WORKER, e2eSuite, finish, runTelastic, startAgent, startTelastic, status, tmpDir, uniqueJobId, waitFor, waitForRound } from './harness';
+import { submitJob } from '../../src/client/pool';
+import { WORKER, e2eSuite, finish, owners, poolState, runTelastic, startAgent, startTelastic, status, testPool, tmpDir, uniqueJobId, waitFor, waitForRound } from './harness';
 
 const e2e = e2eSuite();
 const postgres = postgresPerFile({ max: 2 });
@@ -148,4 +149,30 @@ test('health check failures count toward quarantine', async () => {
   expect(await Promise.all(pair.map((a) => a.exited))).toEqual([0, 0]);
   controller.proc.kill('SIGTERM');
   await controller.exited;
+});
+
+test('a pool agent runs its operator\'s health check on a submitted job: the node is kept out, then comes back', async () => {
+  const out = dir('health-pool');
+  const flag = path.join(out, 'sick');
+  writeFileSync(flag, '');
+  const pool = testPool('health-pool', e2e.agents, [path.dirname(WORKER)]);
+  pool.controller();
+  pool.agent('hp-ok', ['--nproc', '1']);
+  pool.agent('hp-sick', ['--nproc', '1', '--health-check', checkScript(out, flag)]);
+  await waitFor('2 free nodes', async () => Object.values(owners(await poolState(e2e.conn, pool.name))).filter((o) => o === 'free').length === 2, 60_000);
+  // The submission says nothing about health checks: the agent's own flag decides.
+  const job = await submitJob({ connection: e2e.conn, taskQueue: pool.taskQueue }, {
+    jobId: uniqueJobId('health-pool'), pool: pool.name, minNodes: 1, maxNodes: 2, nprocPerNode: 1, maxRestarts: 0,
+    entrypoint: { script: WORKER, args: ['--out', out] }, rdzv: { heartbeatTimeoutMs: 3000, lastCallTimeoutMs: 1000, joinTimeoutMs: 60_000, prepareTimeoutMs: 3000 }, shutdownTimeoutMs: 3000,
+  });
+  const kept = await waitForRound(e2e.conn, job.workflowId, (s) => s.worldSize === 1 && !!s.unhealthy?.length, 90_000);
+  expect(kept.unhealthy).toEqual([{ nodeId: 'hp-sick', reason: 'disk full' }]);
+  expect(kept.nodes.find((n) => n.nodeId === 'hp-ok')?.state).toBe('running');
+  // Kept by the job while it is out (not handed back to the pool to be granted again).
+  expect(owners(await poolState(e2e.conn, pool.name))['hp-sick']).toBe(job.workflowId);
+  rmSync(flag);
+  const back = await waitForRound(e2e.conn, job.workflowId, (s) => s.worldSize === 2, 60_000);
+  expect(back.restarts).toBe(0);
+  finish(out);
+  await waitFor('the pool job to succeed', async () => (await status(e2e.conn, job.workflowId)).state === 'succeeded', 60_000);
 });
