@@ -20,8 +20,9 @@ import type { GroupResult, OutputOptions, Reaper } from '../src/agent/workers/ty
 import { liveRound, type LiveRound } from '../src/agent/workers/live-round';
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
-import type { NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
-import { NOT_ALLOWED, WORKERS_STUCK } from './types';
+import { runHealthCheck, type HealthCheck } from '../src/agent/health-check';
+import type { CheckHealthInput, CheckHealthResult, NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
+import { HEALTH_CHECK_FAILED, NOT_ALLOWED, WORKERS_STUCK } from './types';
 
 export interface NodeDeps {
   nodeId: string;
@@ -42,6 +43,11 @@ export interface NodeDeps {
   /** What `signalWorkers` sends: --checkpoint-signal. @default SIGUSR1 */
   checkpointSignal?: NodeJS.Signals;
   baseEnv: NodeJS.ProcessEnv;
+  /**
+   * The operator's health check (--health-check), run in every `prepare` after the node's stale
+   * workers stopped, and by `checkHealth`. Absent: every check passes.
+   */
+  healthCheck?: HealthCheck;
   /** Per-agent scratch directory (error files). */
   runDir: string;
   reaper?: Reaper;
@@ -137,18 +143,51 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     return { entrypoint: checked.launch.entrypoint, baseEnv: { ...poolWorkerBaseEnv(deps.baseEnv, checked.passEnv), ...checked.launch.env } };
   }
 
+  /**
+   * The agent's health check, with the job's names in its environment; heartbeats while it runs.
+   * Run after stale workers stopped: their memory and GPUs are free again.
+   */
+  async function checkHealth(input: CheckHealthInput): Promise<CheckHealthResult> {
+    const check = deps.healthCheck;
+    if (!check) return { ok: true };
+    const ctx = Context.current();
+    const beat = setInterval(() => ctx.heartbeat(), 1000);
+    try {
+      const env = {
+        ...deps.baseEnv,
+        TELASTIC_JOB_ID: input.jobId,
+        TELASTIC_ROUND: String(input.round),
+        TELASTIC_NODE_ID: deps.nodeId,
+        ...(input.checkpointDir ? { TELASTIC_CHECKPOINT_DIR: input.checkpointDir } : {}),
+      };
+      const r = await runHealthCheck(check, env);
+      if (r.ok) {
+        deps.log.info({ round: input.round, durationMs: r.durationMs }, 'health check passed');
+        return { ok: true };
+      }
+      deps.log.warn({ round: input.round, exitCode: r.exitCode, reason: r.reason, durationMs: r.durationMs }, 'health check failed: the node stays out of the round');
+      return { ok: false, reason: r.reason, exitCode: r.exitCode };
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
     const ctx = Context.current();
     ctx.heartbeat();
     await launchFor(input.launch);
-    // Stopping workers that ignore SIGTERM takes the shutdown timeout, and more when they do not die.
+    // Stopping workers that ignore SIGTERM takes the shutdown timeout, and more when they do not
+    // die; a health check takes up to its own timeout.
     const beat = setInterval(() => ctx.heartbeat(), 1_000);
+    let health: CheckHealthResult;
     try {
       await stopAll(`round ${input.round} is forming`);
+      refuseIfStuck();
+      health = await checkHealth(input);
     } finally {
       clearInterval(beat);
     }
-    refuseIfStuck();
+    if (!health.ok) throw ApplicationFailure.create({ message: health.reason, type: HEALTH_CHECK_FAILED, nonRetryable: true, details: [{ exitCode: health.exitCode }] });
     const port = await reservePort(deps.bindAddress);
     deps.log.info({ round: input.round, port }, 'prepared');
     return { nodeId: deps.nodeId, port };
@@ -280,5 +319,5 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const line = stuckLine();
     return line === null ? null : `node ${deps.nodeId}: ${line}`;
   };
-  return { activities: { prepare, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning, stuck: stuckNow };
+  return { activities: { prepare, checkHealth, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning, stuck: stuckNow };
 }

@@ -16,7 +16,19 @@ export interface PrepareInput {
   nodeId: string;
   /** What the node is to run, for jobs submitted to a pool; its agent checks it is allowed. */
   launch?: Launch;
+  /** The job's checkpoint directory, for the agent's health check (TELASTIC_CHECKPOINT_DIR). */
+  checkpointDir?: string;
 }
+
+/** A recheck of a node failing its health check (workflows/health.ts). */
+export interface CheckHealthInput {
+  jobId: string;
+  round: number;
+  nodeId: string;
+  checkpointDir?: string;
+}
+
+export type CheckHealthResult = { ok: true } | { ok: false; reason: string; exitCode: number | null };
 
 export interface PrepareResult {
   nodeId: string;
@@ -40,8 +52,13 @@ export interface SignalWorkersInput {
 
 /** Node activities; `findCheckpoint` runs on a participant because it mounts the shared directory. */
 export interface NodeActivities extends CheckpointActivities {
-  /** Health check, stop whatever this node still runs for the job, reserve a master port. */
+  /**
+   * Stop whatever this node still runs for the job, run the agent's health check (failing with
+   * HEALTH_CHECK_FAILED and the check's last stderr line), reserve a master port.
+   */
   prepare(input: PrepareInput): Promise<PrepareResult>;
+  /** Run the agent's health check only (passes when the agent has none). */
+  checkHealth(input: CheckHealthInput): Promise<CheckHealthResult>;
   /** Run the node's workers for one round until they all exit, one fails, or it is cancelled. */
   runWorkers(assignment: RoundAssignment): Promise<RunWorkersResult>;
   /**
@@ -80,6 +97,9 @@ export const WORKERS_STUCK = 'WorkersStuck';
 
 /** The failure type of a node activity whose (pool) agent refuses the job's command. */
 export const NOT_ALLOWED = 'NotAllowed';
+
+/** The failure type of a `prepare` whose agent's health check failed; details: [{ exitCode }]. */
+export const HEALTH_CHECK_FAILED = 'HealthCheckFailed';
 
 export const CONTROL_QUEUE = 'telastic';
 

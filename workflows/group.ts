@@ -7,7 +7,7 @@
 import * as wf from '@temporalio/workflow';
 import { ActivityCancellationType, ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
 import type { NodeActivities } from '../activities/types';
-import { NOT_ALLOWED, WORKERS_STUCK, nodeQueue } from '../activities/types';
+import { HEALTH_CHECK_FAILED, NOT_ALLOWED, WORKERS_STUCK, nodeQueue } from '../activities/types';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Failure, NodeOutcome } from '../src/job/state';
 import { groupFinishedSignal } from './messages';
@@ -20,9 +20,12 @@ export interface GroupTiming {
 
 /**
  * `refused`: the node's agent will not run the job's command (a pool agent's --allow); `stuck`:
- * its agent could not end the workers of its last round (`why` names them).
+ * its agent could not end the workers of its last round (`why` names them); `unhealthy`: its
+ * agent's health check failed (`why` is the check's last stderr line).
  */
-export type PrepareAnswer = { nodeId: string; ok: true; port: number } | { nodeId: string; ok: false; why: string; refused?: boolean; stuck?: boolean };
+export type PrepareAnswer =
+  | { nodeId: string; ok: true; port: number }
+  | { nodeId: string; ok: false; why: string; refused?: boolean; stuck?: boolean; unhealthy?: { exitCode: number | null } };
 
 export type { NodeOutcome };
 
@@ -65,12 +68,21 @@ export interface PrepareGroupInput {
   timing: GroupTiming;
   /** Pool jobs: what the nodes are to run, for their agents to check. */
   launch?: Launch;
+  /** The job's checkpoint directory, for the agents' health checks. */
+  checkpointDir?: string;
 }
 
 /** The message of a node activity's failure of `type` (NOT_ALLOWED, WORKERS_STUCK), else null. */
 function failureOf(err: unknown, type: string): string | null {
   const cause = err instanceof ActivityFailure ? err.cause : null;
   return cause instanceof ApplicationFailure && cause.type === type ? cause.message : null;
+}
+
+function healthFailure(err: unknown): { why: string; exitCode: number | null } | null {
+  const cause = err instanceof ActivityFailure ? err.cause : null;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== HEALTH_CHECK_FAILED) return null;
+  const exitCode = (cause.details?.[0] as { exitCode?: unknown } | undefined)?.exitCode;
+  return { why: cause.message, exitCode: typeof exitCode === 'number' ? exitCode : null };
 }
 
 /** `prepare` on every node of the group as a child workflow. */
@@ -80,11 +92,11 @@ export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAns
 
 /** `prepare` on every node; one answer per node, in the given order. */
 export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
-  const { jobId, round, timing, launch } = input;
+  const { jobId, round, timing, launch, checkpointDir } = input;
   return Promise.all(
     input.nodeIds.map((nodeId) =>
       onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
-        .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}) })
+        .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port }),
           (e: unknown): PrepareAnswer => {
@@ -92,6 +104,8 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
             if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
             const stuck = failureOf(e, WORKERS_STUCK);
             if (stuck !== null) return { nodeId, ok: false, why: stuck, stuck: true };
+            const sick = healthFailure(e);
+            if (sick !== null) return { nodeId, ok: false, why: sick.why, unhealthy: { exitCode: sick.exitCode } };
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },

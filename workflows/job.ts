@@ -8,6 +8,7 @@
 import * as wf from '@temporalio/workflow';
 import { ApplicationFailure, CancelledFailure, isCancellation } from '@temporalio/workflow';
 import * as decide from '../src/job/decide';
+import * as health from '../src/job/health';
 import { jobSpecSchema, type JobSpecInput } from '../src/job/spec';
 import { FINAL_PHASES, initialState, type Failure, type JobState, type NodeRecord } from '../src/job/state';
 import { toStatus, type JobStatus } from '../src/job/status';
@@ -54,7 +55,8 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
     run.publish();
     wf.upsertMemo({ status: toStatus(run.state) }); // read by getJobStatus once no worker is left
   };
-  /** `type` other than JobFailed: a verdict (src/job/progress.ts), kept in the status as well. */
+  // `type`: JobFailed, or a verdict a requeue cannot change (NoProgress, src/job/progress.ts;
+  // NoUsableNode, src/job/health.ts), which `telastic run` exits 3 for; a verdict is kept in the status.
   const fail = (reason: string, failure: Failure | null, type = 'JobFailed'): never => {
     finish('failed', type === 'JobFailed' ? undefined : reason);
     throw ApplicationFailure.create({ message: reason, type, nonRetryable: true, details: [{ failure, status: toStatus(run.state) }] });
@@ -115,22 +117,32 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
 }
 
 /**
- * Wait until at least minNodes are available, failing after join_timeout below it. A round
+ * Wait until at least minNodes are available, failing after join_timeout below it, or after
+ * unusable_timeout when the nodes kept out (quarantined, failing their health check) are what
+ * keeps it below (src/job/health.ts: "no usable node"). A round
  * formed from scratch (or after waiting below min) runs a last call for more nodes, unless the
  * job's nodes come from a pool; a round of known survivors closes at once.
  */
-async function gather(run: JobRun, fail: (reason: string, f: Failure | null) => never): Promise<void> {
+async function gather(run: JobRun, fail: (reason: string, f: Failure | null, type?: string) => never): Promise<void> {
   let lastCall = run.state.members.length === 0;
   const enough = () => decide.available(run.state) >= run.state.spec.minNodes;
   while (!enough()) {
     lastCall = true;
-    const { belowMinSince, spec } = run.apply({ type: 'waiting', now: Date.now() });
+    const s = run.apply({ type: 'waiting', now: Date.now() });
+    const { belowMinSince, spec } = s;
+    const verdict = health.unusableVerdict(s, Date.now());
+    if (verdict !== null) fail(verdict, s.pendingFailure ?? s.lastFailure, health.NO_USABLE_NODE);
+    const joinLeft = (belowMinSince ?? Date.now()) + spec.rdzv.joinTimeoutMs - Date.now();
+    if (joinLeft <= 0) fail(decide.joinTimeoutReason(s), s.pendingFailure ?? s.lastFailure);
     run.publish();
-    const left = (belowMinSince ?? Date.now()) + spec.rdzv.joinTimeoutMs - Date.now();
-    const summary = `join timeout: fails the job unless min ${spec.minNodes} node(s) are here`;
-    if (left <= 0 || !(await wf.condition(enough, left, { summary }))) {
-      fail(decide.joinTimeoutReason(run.state), run.state.pendingFailure ?? run.state.lastFailure);
-    }
+    const unusable = health.unusableReason(s);
+    const unusableLeft = unusable !== null && s.unusableSince != null ? s.unusableSince + health.unusableTimeoutMs(s) - Date.now() : Infinity;
+    const summary = unusable !== null
+      ? `${unusable}: fails the job in ${Math.round(Math.min(joinLeft, unusableLeft) / 1000)}s unless one becomes usable`.slice(0, 400)
+      : `join timeout: fails the job unless min ${spec.minNodes} node(s) are here`;
+    // Woken when enough are here, when whether the job is unusable changes, or at a deadline.
+    const changed = () => enough() || (health.unusableReason(run.state) === null) !== (unusable === null);
+    await wf.condition(changed, Math.max(1, Math.min(joinLeft, unusableLeft)), { summary });
   }
   const { spec } = run.apply({ type: 'gathered' });
   run.publish();

@@ -19,7 +19,10 @@ export function publish(state: JobState): void {
   wf.setCurrentDetails(
     [
       `**${state.phase}** · round ${state.round} · world size ${status.worldSize} · restarts ${state.restarts}/${state.spec.maxRestarts} · nodes ${state.spec.minNodes}:${state.spec.maxNodes}`,
+      status.unusable ? `**${status.unusable.reason}** (fails after ${status.unusable.timeoutMs / 1000}s of this)` : '',
       state.lastFailure ? `last failure: ${describeFailure(state.lastFailure)}` : '',
+      ...(status.unhealthy ?? []).map((u) => `health check of ${u.nodeId} failing: ${JSON.stringify(u.reason)}`),
+      ...(status.quarantined ?? []).map((q) => `quarantined: ${q.nodeId}: ${q.reason}`),
       '',
       '| node | group rank | state |',
       '|---|---|---|',

@@ -61,7 +61,7 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
   run.publish();
   const { round, spec } = s;
   const groups = partition(plan.participants.map((p) => p.nodeId), spec.rdzv.groupSize);
-  const input = (nodeIds: string[]) => ({ jobId: spec.jobId, round, nodeIds, timing: timing(s), ...launchOf(s) });
+  const input = (nodeIds: string[]) => ({ jobId: spec.jobId, round, nodeIds, timing: timing(s), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}) });
   // One group: the job runs it itself: no child workflow to land on a frozen coordinator while
   // the job recovers. Several: one child workflow each.
   const answers: PrepareAnswer[] =
@@ -79,7 +79,14 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
         ).flat();
   const refused = answers.find((a) => !a.ok && a.refused);
   if (refused && !refused.ok) return { refused: refused.why };
-  const unanswered = answers.flatMap((a) => (a.ok ? [] : [{ nodeId: a.nodeId, why: a.why, ...(a.stuck ? { stuck: true } : {}) }]));
+  // A node failing its health check is kept out (src/job/health.ts); the round forms again without it.
+  const failed = answers.flatMap((a) => (!a.ok && a.unhealthy ? [{ nodeId: a.nodeId, reason: a.why, exitCode: a.unhealthy.exitCode }] : []));
+  if (failed.length > 0) run.apply({ type: 'healthFailed', failed, now: Date.now() });
+  const unanswered = answers.flatMap((a) => (a.ok || a.unhealthy ? [] : [{ nodeId: a.nodeId, why: a.why, ...(a.stuck ? { stuck: true } : {}) }]));
+  if (failed.length > 0 && unanswered.length === 0) {
+    run.publish();
+    return null;
+  }
   const { members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId), unanswered });
   // Every participant may have been drained (or left) while prepare ran: form again.
   if (unanswered.length > 0 || members.length < run.state.spec.minNodes) return null;

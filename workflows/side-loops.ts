@@ -1,7 +1,7 @@
 /**
  * What runs beside a job's main loop, started and stopped in one place: the pool link (a pool
- * job's requests to its pool), the ledger outbox (with the quarantine watch) and checkpoint-first
- * drains. Each reads the job's state and changes it only through events. `stop()` ends them and
+ * job's requests to its pool), the ledger outbox (with the quarantine watch), checkpoint-first
+ * drains and the rechecks of nodes failing their health check. Each reads the job's state and changes it only through events. `stop()` ends them and
  * waits until they have: before continue-as-new and when the job ends, nothing they started is
  * left running. A job's cancellation does not cancel them (a cancelled job still gives its nodes
  * back and records its end); `stop()` does.
@@ -11,6 +11,7 @@ import type { JobRun } from './job-run';
 import { linkToPool } from './pool-link';
 import { keepLedger, openLedger } from './ledger';
 import { keepPreempting } from './preempt';
+import { keepCheckingHealth } from './health';
 
 export interface SideLoops {
   stop(): Promise<void>;
@@ -31,6 +32,7 @@ export function startSideLoops(run: JobRun, firstRun: boolean): SideLoops {
         await keepLedger(run);
       }),
       scope.run(() => keepPreempting(run)),
+      scope.run(() => keepCheckingHealth(run)),
     ]);
   });
   return {

@@ -78,7 +78,8 @@ void assignmentCovered;
  * during a rolling upgrade, docs/upgrading.md); the activity sees only what was parsed.
  */
 export const INPUT_SCHEMAS: Record<string, z.ZodTypeAny> = {
-  prepare: z.object({ jobId: idSchema, round: nat, nodeId: idSchema, launch: launchSchema.optional() }).passthrough(),
+  prepare: z.object({ jobId: idSchema, round: nat, nodeId: idSchema, launch: launchSchema.optional(), checkpointDir: filePath.optional() }).passthrough(),
+  checkHealth: z.object({ jobId: idSchema, round: nat, nodeId: idSchema, checkpointDir: filePath.optional() }).passthrough(),
   runWorkers: z
     .object(assignmentShape)
     .passthrough()
@@ -161,8 +162,18 @@ async function checkAssignment(a: RoundAssignment, o: GuardOptions): Promise<voi
   if (a.resumeFrom !== undefined) await allowedPath(o.nodeId, p.launchPolicy, 'resumeFrom', a.resumeFrom);
 }
 
+/**
+ * `prepare` and `checkHealth`: this node; on a pool agent, a checkpoint directory (which the
+ * operator's health check is told of) under --allow.
+ */
+async function checkHealthInput(i: { nodeId: string; checkpointDir?: string }, o: GuardOptions): Promise<void> {
+  thisNode(o, i.nodeId);
+  if (o.policy && i.checkpointDir !== undefined) await allowedPath(o.nodeId, o.policy.launchPolicy, 'checkpointDir', i.checkpointDir);
+}
+
 const CHECKS: Record<string, (input: never, o: GuardOptions) => void | Promise<void>> = {
-  prepare: (i: { nodeId: string }, o) => thisNode(o, i.nodeId),
+  prepare: checkHealthInput,
+  checkHealth: checkHealthInput,
   runWorkers: checkAssignment,
   holdNode: (i: { nodeId: string }, o) => thisNode(o, i.nodeId),
 };

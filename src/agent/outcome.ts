@@ -8,12 +8,13 @@ import { DO_NOT_REQUEUE, DO_NOT_REQUEUE_EXIT_CODE } from '../job/progress';
 /**
  * `code` is the process exit code: 0 done (succeeded, drained, left a pool), 1 the job failed or
  * was cancelled or cannot be opened here, 2 the job rejected the node, 3 the job failed with a
- * verdict that a requeue cannot change (no progress), 143 stopped (a signal).
+ * verdict that a requeue cannot change (no progress; no node it may use), 143 stopped (a signal).
  */
 export interface AgentOutcome {
   code: number;
   summary: string;
 }
+
 
 /** The outcome of a job whose result is `err` (`telastic run`, `telastic submit --wait`). */
 export function outcomeOfFailure(jobId: string, err: unknown): AgentOutcome {

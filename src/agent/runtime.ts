@@ -25,6 +25,7 @@ import { checkpointDirPolicy, guardActivities, type AgentPolicy } from './activi
 import type { AgentOutcome } from './outcome';
 import { createReaper, killOrphans } from './workers';
 import type { OutputOptions } from './workers/types';
+import type { HealthCheck } from './health-check';
 import { watchAgent } from '../metrics/agent';
 import type { MetricsEndpoint } from '../metrics/endpoint';
 
@@ -51,6 +52,8 @@ export interface RuntimeOptions {
   retry?: Retry;
   /** What this node's workers get when a job asks for a checkpoint. @default SIGUSR1 */
   checkpointSignal?: NodeJS.Signals;
+  /** The operator's node health check (--health-check), run in every prepare (src/agent/health-check.ts). */
+  healthCheck?: HealthCheck;
   /** The process's metrics endpoint (--metrics-port): readiness and the agent's own series. */
   metrics?: MetricsEndpoint;
 }
@@ -106,6 +109,7 @@ export async function runAgent(o: RuntimeOptions, m: Membership, stopSignal: Abo
     bindAddress: o.localAddr,
     output: o.output,
     checkpointSignal: o.checkpointSignal,
+    ...(o.healthCheck ? { healthCheck: o.healthCheck } : {}),
     baseEnv: process.env,
     runDir: path.join(o.stateDir, 'errors', o.nodeId),
     reaper,

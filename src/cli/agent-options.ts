@@ -10,7 +10,10 @@ import { z } from 'zod';
 import { addConnectionOptions, apiKeyFlagWarning, compileConnectionOptions, type ConnectionFlagValues, type ConnectionOptions } from './connection-options';
 import { HelpRequested, UsageError } from './errors';
 import { addMetricsOptions, compileMetricsOptions, type MetricsFlagValues, type MetricsOptions } from './metrics-options';
-import { defaultNodeId, systemInfo, type RunSystemInfo } from './run-options';
+import { compileHealthCheck, defaultNodeId, systemInfo, type RunSystemInfo } from './run-options';
+import type { HealthCheck } from '../agent/health-check';
+
+const withHealthCheck = (healthCheck: HealthCheck | undefined) => (healthCheck ? { healthCheck } : {});
 import { nodeIdSchema, rdzvIdSchema } from './run-schema';
 import { ENV_NAME } from '../agent/env-rules';
 import { catchableSignalSchema, nonEmpty, nprocSchema, parseValue, secondsToMs } from '../config/values';
@@ -46,6 +49,8 @@ export interface AgentCliOptions {
   heartbeatTimeoutMs: number;
   /** What this node's workers get when a job asks for a checkpoint (a checkpoint-first drain). @default SIGUSR1 */
   checkpointSignal: NodeJS.Signals;
+  /** `--health-check CMD` / TELASTIC_HEALTH_CHECK, with `--health-check-timeout`: the operator's, never a submitter's. */
+  healthCheck?: HealthCheck;
   connection: ConnectionOptions;
   /** `--metrics-port`, `--metrics-host` (src/cli/metrics-options.ts); null without a port. */
   metrics: MetricsOptions | null;
@@ -66,6 +71,8 @@ interface AgentFlagValues extends ConnectionFlagValues, MetricsFlagValues {
   shutdownTimeout?: string;
   heartbeatTimeout?: string;
   checkpointSignal?: string;
+  healthCheck?: string;
+  healthCheckTimeout?: string;
 }
 
 const LABEL_PART = /^[A-Za-z0-9._/-]+$/;
@@ -128,6 +135,8 @@ function createAgentCommand(): Command {
     .addOption(new Option('--shutdown-timeout <seconds>', 'grace between SIGTERM and SIGKILL when workers stop (default 30)'))
     .addOption(new Option('--heartbeat-timeout <seconds>', 'how long without a heartbeat before the pool counts this agent lost (default 10)'))
     .addOption(new Option('--checkpoint-signal <signal>', 'what the workers get when a drain asks for a checkpoint first (default SIGUSR1)'))
+    .addOption(new Option('--health-check <cmd>', 'shell command run before this node is given a rank, every round; non-zero exit keeps it out, its last stderr line the reason (env TELASTIC_HEALTH_CHECK)'))
+    .addOption(new Option('--health-check-timeout <seconds>', 'a health check running longer fails (env TELASTIC_HEALTH_CHECK_TIMEOUT, default 30)'))
     .exitOverride()
     .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
   return addMetricsOptions(addConnectionOptions(cmd));
@@ -182,6 +191,11 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv, sys: RunS
     shutdownTimeoutMs: opt(secondsToMs('nonnegative'), f.shutdownTimeout, '--shutdown-timeout') ?? 30_000,
     heartbeatTimeoutMs: opt(secondsToMs('positive'), f.heartbeatTimeout, '--heartbeat-timeout') ?? 10_000,
     checkpointSignal: opt(catchableSignalSchema, f.checkpointSignal, '--checkpoint-signal') ?? 'SIGUSR1',
+    ...withHealthCheck(compileHealthCheck(
+      f.healthCheck === undefined ? undefined : { raw: f.healthCheck, from: '--health-check' },
+      f.healthCheckTimeout === undefined ? undefined : { raw: f.healthCheckTimeout, from: '--health-check-timeout' },
+      env,
+    )),
     connection: compileConnectionOptions(f, env),
     metrics: compileMetricsOptions(f, env),
   };

@@ -69,8 +69,10 @@ function intFlag(flags: Record<string, unknown>, name: string): number | undefin
   return n;
 }
 
-export function printStatus(s: JobStatus): string {
+export function printStatus(s: JobStatus, now = Date.now()): string {
   const lines = [
+    // A job that waits for nodes it may not use says so first (src/job/health.ts).
+    ...(s.unusable ? [`job ${s.jobId}: ${s.unusable.reason}${unusableDeadline(s, now)}`] : []),
     `job ${s.jobId}: ${s.state}${s.verdict ? ` (${s.verdict})` : ''} · round ${s.round} · world size ${s.worldSize} · restarts ${s.restarts}/${s.maxRestarts} · nodes ${s.minNodes}:${s.maxNodes}`,
     ...s.nodes.map((n) => `  ${n.nodeId.padEnd(24)} ${String(n.groupRank ?? '-').padStart(3)}  ${n.state.padEnd(10)} ${n.address ?? ''}`),
   ];
@@ -78,9 +80,18 @@ export function printStatus(s: JobStatus): string {
   if (s.checkpoint) lines.push(`checkpoint: ${s.checkpoint.path} (step ${s.checkpoint.step ?? '?'}, ${s.checkpoint.time})`);
   for (const p of s.preempting ?? []) lines.push(`drain of ${p.nodeId}: checkpoint-first requested ${p.requestedAt.slice(11, 19)}, waiting for a checkpoint (grace ${p.graceMs / 1000}s)`);
   for (const p of s.preemptions ?? []) lines.push(describePreemption(p));
+  for (const u of s.unhealthy ?? []) lines.push(`unhealthy: ${u.nodeId}: health check failed: ${u.reason} (kept out until it passes)`);
   for (const q of s.quarantined ?? []) lines.push(`quarantined: ${q.nodeId}: ${q.reason} (telastic nodes --release ${q.nodeId})`);
   // Addresses and failure messages come from nodes and their workers: no escapes reach the terminal.
   return lines.map(printableLine).join('\n');
+}
+
+function unusableDeadline(s: JobStatus, now: number): string {
+  const u = s.unusable;
+  if (!u || ['succeeded', 'failed', 'cancelled'].includes(s.state)) return '';
+  if (!u.since) return ` (the job fails after ${u.timeoutMs / 1000}s of this)`;
+  const left = Math.max(0, Math.ceil((Date.parse(u.since) + u.timeoutMs - now) / 1000));
+  return ` (the job fails in ${left}s unless one becomes usable)`;
 }
 
 export function printPool(p: PoolState): string {

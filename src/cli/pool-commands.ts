@@ -115,6 +115,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
         taskQueue: o.taskQueue,
         coordinator: o.coordinator,
         checkpointSignal: o.checkpointSignal,
+        ...(o.healthCheck ? { healthCheck: o.healthCheck } : {}),
         output: { redirects: 0, tee: 0 },
         stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'agent'),
         connection: conn,

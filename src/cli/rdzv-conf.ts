@@ -5,6 +5,7 @@
  * `read_timeout`, backend-specific ones) are accepted and ignored, with a note.
  */
 import { DEFAULT_GROUP_SIZE } from '../job/groups';
+import { DEFAULT_UNUSABLE_TIMEOUT_MS } from '../job/health';
 import type { RdzvTiming } from '../job/spec';
 import { UsageError } from './errors';
 import { secondsToMs, type RawValue } from '../config/values';
@@ -14,9 +15,10 @@ const KNOWN = {
   last_call_timeout: { field: 'lastCallTimeoutMs', bound: 'nonnegative', defaultMs: 30_000 },
   heartbeat_timeout: { field: 'heartbeatTimeoutMs', bound: 'positive', defaultMs: 10_000 },
   prepare_timeout: { field: 'prepareTimeoutMs', bound: 'positive', defaultMs: 5_000 },
+  unusable_timeout: { field: 'unusableTimeoutMs', bound: 'positive', defaultMs: DEFAULT_UNUSABLE_TIMEOUT_MS },
 } as const satisfies Record<string, { field: Exclude<keyof RdzvTiming, 'groupSize'>; bound: 'positive' | 'nonnegative'; defaultMs: number }>;
 
-/** The defaults, in seconds as `--rdzv-conf` takes them: 600, 30, 10 and 5; group_size 64. */
+/** The defaults, in seconds as `--rdzv-conf` takes them: 600, 30, 10 and 5; group_size 64 (unusable_timeout: 60, src/job/health.ts). */
 export const RDZV_CONF_DEFAULTS_MS: RdzvTiming = {
   joinTimeoutMs: KNOWN.join_timeout.defaultMs,
   lastCallTimeoutMs: KNOWN.last_call_timeout.defaultMs,

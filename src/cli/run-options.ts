@@ -15,6 +15,7 @@ import { splitRunArgv } from './run-argv';
 import { RUN_USAGE } from './run-command';
 import { nodeIdSchema, rdzvIdSchema, runOptionsSchema, type RunOptions } from './run-schema';
 import * as v from '../config/values';
+import { DEFAULT_HEALTH_CHECK_TIMEOUT_MS, type HealthCheck } from '../agent/health-check';
 
 export { runOptionsSchema, type RunOptions } from './run-schema';
 
@@ -64,6 +65,19 @@ function leaveGrace(raw: v.RawValue | undefined): number {
 }
 
 export const DEFAULT_LEAVE_GRACE_MS = 25_000;
+
+/**
+ * `--health-check CMD` (else TELASTIC_HEALTH_CHECK) and `--health-check-timeout SECONDS` (else
+ * TELASTIC_HEALTH_CHECK_TIMEOUT, default 30): the agent's own, for `telastic run` and `telastic agent`.
+ */
+export function compileHealthCheck(flag: v.RawValue | undefined, timeoutFlag: v.RawValue | undefined, env: NodeJS.ProcessEnv): HealthCheck | undefined {
+  const fromEnv = (name: string): v.RawValue | undefined => (env[name] ? { raw: env[name], from: name } : undefined);
+  const command = flag ?? fromEnv('TELASTIC_HEALTH_CHECK');
+  const timeout = timeoutFlag ?? fromEnv('TELASTIC_HEALTH_CHECK_TIMEOUT');
+  const timeoutMs = timeout ? v.parseValue(v.secondsToMs('positive'), timeout) : DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
+  if (!command) return undefined;
+  return { command: v.parseValue(v.nonEmpty, command), timeoutMs };
+}
 
 /** Parse `telastic run` argv (the words after `run`) and the environment into `RunOptions`. */
 export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = systemInfo()): RunOptions {
@@ -149,6 +163,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     progressTimeoutMs: opt(v.durationToMs, 'progress-timeout'),
     checkpointSignal: opt(v.catchableSignalSchema, 'checkpoint-signal') ?? 'SIGUSR1',
     leaveGraceMs: leaveGrace(a.value('leave-grace')),
+    healthCheck: compileHealthCheck(a.value('health-check'), a.value('health-check-timeout'), env),
     connection,
     notes,
   });

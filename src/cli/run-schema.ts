@@ -73,6 +73,8 @@ export const runOptionsSchema = z
      * terminationGracePeriodSeconds with room for stopping the workers. @default 25000
      */
     leaveGraceMs: int.min(0),
+    /** `--health-check CMD` / TELASTIC_HEALTH_CHECK and its timeout (src/agent/health-check.ts); absent: none. */
+    healthCheck: z.object({ command: z.string().min(1), timeoutMs: int.positive() }).optional(),
     connection: connectionOptionsSchema,
     /** One line per accepted-but-ignored input (`--master-port`, unknown `--rdzv-conf` keys…). */
     notes: z.array(z.string()),

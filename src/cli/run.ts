@@ -165,6 +165,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         sealing,
         retry,
         checkpointSignal: o.checkpointSignal as NodeJS.Signals,
+        ...(o.healthCheck ? { healthCheck: o.healthCheck } : {}),
         metrics: endpoint ?? undefined,
       },
       jobMembership({ spec, searchAttributes: sa, uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL, leaveGraceMs: o.leaveGraceMs, preemptSignal: preempt.signal }),

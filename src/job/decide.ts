@@ -8,6 +8,7 @@ import { heartbeatIntervalMs } from './groups';
 import { killedByAgent } from './kill-message';
 import type { JoinRequest, ScaleRequest } from './spec';
 import type { Quarantine } from './quarantine';
+import { forgetHealth, isKeptOut, unhealthyOf } from './health';
 import type { Departure, DepartureReason, Failure, JobState, NodeRecord } from './state';
 
 const MAX_DEPARTURES = 50;
@@ -75,7 +76,7 @@ export function rejectJoin(state: JobState, nodeId: string, reason: string): Job
 export function applyDeparture(state: JobState, nodeId: string, reason: DepartureReason): JobState {
   const departure: Departure = { nodeId, reason, round: state.round };
   return {
-    ...state,
+    ...forgetHealth(state, nodeId),
     members: state.members.filter((m) => m.nodeId !== nodeId),
     waiting: state.waiting.filter((m) => m.nodeId !== nodeId),
     drains: state.drains.filter((d) => d !== nodeId),
@@ -115,14 +116,14 @@ export function applyScale(state: JobState, req: ScaleRequest): JobState {
   return { ...state, spec };
 }
 
-/** Nodes that could take part in the next round (quarantined ones cannot). */
+/** Nodes that could take part in the next round (quarantined ones and those failing their health check cannot). */
 export function available(state: JobState): number {
   return eligible(state).length;
 }
 
-/** Members, then waiting nodes, without the quarantined. */
+/** Members, then waiting nodes, without those kept out (src/job/health.ts isKeptOut). */
 function eligible(state: JobState): NodeRecord[] {
-  const out = isQuarantined(state);
+  const out = isKeptOut(state);
   return [...state.members, ...state.waiting].filter((n) => !out(n.nodeId));
 }
 
@@ -136,11 +137,12 @@ export function isQuarantined(state: JobState): (nodeId: string) => boolean {
 /**
  * Who takes part in the next round: surviving members keep their order (the oldest is group
  * rank 0), newcomers are appended in join order up to maxNodes; the rest wait as hot spares.
- * Quarantined nodes are `parked`: joined, kept out, and not given back as spares.
+ * Quarantined nodes and those failing their health check are `parked`: joined, kept out, and not
+ * given back as spares.
  */
 export function planRound(state: JobState): { participants: NodeRecord[]; spares: NodeRecord[]; parked: NodeRecord[] } {
   const all = eligible(state);
-  const out = isQuarantined(state);
+  const out = isKeptOut(state);
   const parked = [...state.members, ...state.waiting].filter((n) => out(n.nodeId));
   return { participants: all.slice(0, state.spec.maxNodes), spares: all.slice(state.spec.maxNodes), parked };
 }
@@ -212,7 +214,8 @@ export function interruptReason(state: JobState, participants: string[]): string
   const members = new Set(state.members.map((m) => m.nodeId));
   const gone = participants.find((p) => !members.has(p)); // a Set: conditions run on every event of a 2,048-node job
   if (gone) return `${gone} restarted`;
-  const newcomer = state.waiting.find((n) => !out(n.nodeId));
+  const keptOut = isKeptOut(state);
+  const newcomer = state.waiting.find((n) => !keptOut(n.nodeId));
   if (state.finished.length === 0 && newcomer && participants.length < state.spec.maxNodes)
     return `admitting ${newcomer.nodeId}`;
   return null;
@@ -267,7 +270,8 @@ export function describeFailure(f: Omit<Failure, 'round'> & { round?: number }):
 
 export function joinTimeoutReason(state: JobState): string {
   const s = state.spec;
-  const out = state.quarantined.length ? ` (${state.quarantined.map((q) => q.nodeId).join(', ')} quarantined)` : '';
+  const kept = [...state.quarantined.map((q) => `${q.nodeId} quarantined`), ...unhealthyOf(state).map((u) => `${u.nodeId} failing its health check`)];
+  const out = kept.length ? ` (${kept.join(', ')})` : '';
   return `rendezvous timed out: ${available(state)} of min ${s.minNodes} nodes joined within join_timeout ${s.rdzv.joinTimeoutMs / 1000}s${out}`;
 }
 

@@ -17,6 +17,7 @@ import type { JoinRequest, LeaveRequest } from './spec';
 import type { LedgerCursor } from '../ledger/types';
 import type { LedgerRecord } from '../ledger/records';
 import type { Quarantine } from './quarantine';
+import { healthChecked, markUnhealthy, trackUnusable, type Unhealthy } from './health';
 
 /**
  * A join or leave entering a job through one of its lobbies (workflows/lobby.ts). It comes as a
@@ -44,6 +45,8 @@ export type JobEvent =
   | { type: 'gathered' }
   | { type: 'roundOpened' }
   | { type: 'prepared'; participants: string[]; unanswered: Unanswered[] }
+  // Participants whose agent's health check failed in `prepare`: kept out; the round forms again.
+  | { type: 'healthFailed'; failed: Omit<Unhealthy, 'round' | 'at'>[]; now: number }
   | { type: 'failureSettled' }
   | { type: 'checkpointFound'; checkpoint: Checkpoint | null; resumeFrom?: string }
   | { type: 'running' }
@@ -52,6 +55,7 @@ export type JobEvent =
   // Side loops.
   | { type: 'poolTold'; released: string[] }
   | { type: 'quarantine'; quarantined: Quarantine[] }
+  | { type: 'healthChecked'; nodeId: string; result: { ok: true } | { ok: false; reason: string; exitCode: number | null }; now: number }
   | { type: 'ledgerOpened' }
   | { type: 'ledgerNoted'; cursor: LedgerCursor; records: LedgerRecord[] }
   | { type: 'ledgerSent'; lastSeq: number }
@@ -78,13 +82,15 @@ export function reduce(s: JobState, e: JobEvent): JobState {
       // Drains and a shrunk maxNodes apply before the round forms; pool jobs keep no spares.
       return s.spec.pool ? dropSpares(d.settleMembership(s)) : d.settleMembership(s);
     case 'waiting':
-      return { ...s, phase: 'waiting', belowMinSince: s.belowMinSince ?? e.now };
+      return trackUnusable({ ...s, phase: 'waiting', belowMinSince: s.belowMinSince ?? e.now }, e.now);
     case 'gathered':
-      return { ...s, phase: 'rendezvous', belowMinSince: null };
+      return { ...s, phase: 'rendezvous', belowMinSince: null, unusableSince: null };
     case 'roundOpened':
       return { ...s, round: s.round + 1, phase: 'rendezvous' };
     case 'prepared':
       return prepared(s, e.participants, e.unanswered);
+    case 'healthFailed':
+      return keepOutUnhealthy(s, e.failed, e.now);
     case 'failureSettled':
       return d.settleFailure(s).state;
     case 'checkpointFound': {
@@ -105,6 +111,8 @@ export function reduce(s: JobState, e: JobEvent): JobState {
     }
     case 'quarantine':
       return d.applyQuarantine(s, e.quarantined);
+    case 'healthChecked':
+      return healthChecked(s, e.nodeId, e.result, e.now);
     case 'ledgerOpened':
       return s.ledger ? s : { ...s, ledger: { cursor: null, outbox: [] } };
     case 'ledgerNoted':
@@ -155,6 +163,20 @@ function prepared(s: JobState, participants: string[], unanswered: Unanswered[])
   const ids = new Set(participants);
   const members = participants.map((id) => everyone.get(id)).filter((n): n is NodeRecord => !!n);
   return { ...s, members, waiting: [...everyone.values()].filter((n) => !ids.has(n.nodeId)), finished: [] };
+}
+
+/**
+ * Nodes whose health check failed: kept out (src/job/health.ts) and, if members, moved to the
+ * front of `waiting`, to be admitted like newcomers once a recheck passes. A membership change,
+ * never a failure of the job: it costs no restart (it counts toward the node's quarantine).
+ */
+function keepOutUnhealthy(s: JobState, failed: Omit<Unhealthy, 'round' | 'at'>[], now: number): JobState {
+  const joined = new Set([...s.members, ...s.waiting].map((n) => n.nodeId));
+  const known = failed.filter((f) => joined.has(f.nodeId));
+  if (known.length === 0) return s;
+  const ids = new Set(known.map((f) => f.nodeId));
+  const out = s.members.filter((m) => ids.has(m.nodeId));
+  return markUnhealthy({ ...s, members: s.members.filter((m) => !ids.has(m.nodeId)), waiting: [...out, ...s.waiting] }, known, now);
 }
 
 /** The round stopped short of success: blame what failed, vanished or is stuck, and restart; a stuck node is taken out. */

@@ -34,8 +34,8 @@ export const NO_PROGRESS = 'NoProgress';
  */
 export const DO_NOT_REQUEUE_EXIT_CODE = 3;
 
-/** Failure types that exit with DO_NOT_REQUEUE_EXIT_CODE. */
-export const DO_NOT_REQUEUE: readonly string[] = [NO_PROGRESS];
+/** Failure types that exit with DO_NOT_REQUEUE_EXIT_CODE: no progress; no usable node (src/job/health.ts). */
+export const DO_NOT_REQUEUE: readonly string[] = [NO_PROGRESS, 'NoUsableNode'];
 
 /**
  * The stall record after a round found what it resumes from (`resumeFrom`, the checkpoint path;

@@ -36,6 +36,12 @@ export const rdzvTimingSchema = z.object({
   prepareTimeoutMs: ms.default(5_000),
   /** Nodes per group workflow (`group_size`): see src/job/groups.ts and DESIGN.md, Scale. */
   groupSize: z.number().int().min(1).max(1000).default(DEFAULT_GROUP_SIZE),
+  /**
+   * How long the job waits when enough nodes joined but the ones it may not use (quarantined,
+   * failing their health check) leave it below minNodes, before it fails (src/job/health.ts).
+   * Absent: DEFAULT_UNUSABLE_TIMEOUT_MS (60 s).
+   */
+  unusableTimeoutMs: ms.optional(),
 });
 export type RdzvTiming = z.infer<typeof rdzvTimingSchema>;
 

@@ -3,7 +3,9 @@
  *
  * Phases (JobPhase) and their legal transitions:
  *   waiting     fewer live nodes than minNodes. → rendezvous when enough have joined;
- *               → failed when below minNodes for longer than join_timeout.
+ *               → failed when below minNodes for longer than join_timeout, or sooner (after
+ *               unusable_timeout) when enough joined but the ones kept out (quarantined,
+ *               failing their health check) leave it below: "no usable node" (src/job/health.ts).
  *   rendezvous  round n is forming: last call running (first formation only), then `prepare`
  *               on every participant. A participant that does not answer is dropped as lost and
  *               the round forms again without it. → running, or → waiting if too few are left.
@@ -21,6 +23,7 @@ import type { Stall } from './progress';
 import type { LedgerCursor } from '../ledger/types';
 import type { Quarantine } from './quarantine';
 import type { LedgerRecord } from '../ledger/records';
+import type { Unhealthy } from './health';
 
 export type JobPhase =
   | 'waiting'
@@ -97,6 +100,10 @@ export interface JobState {
   poolNodes: string[];
   /** Nodes of this job the ledger has quarantined: kept out of rounds until released (src/ledger/quarantine.ts). */
   quarantined: Quarantine[];
+  /** Nodes failing their agent's health check: kept out of rounds until a recheck passes (src/job/health.ts). Absent in states of older runs. */
+  unhealthy?: Unhealthy[];
+  /** Workflow time (ms) since which the nodes kept out have left the job below minNodes (src/job/health.ts); null otherwise. */
+  unusableSince?: number | null;
   /** Checkpoint-first drains waiting for their checkpoint, oldest first (src/job/preempt.ts). */
   preempts: Preempt[];
   /** How the recent checkpoint-first drains ended, newest last. */
@@ -168,6 +175,8 @@ export function initialState(spec: JobSpec, now: number): JobState {
     rejected: [],
     poolNodes: [],
     quarantined: [],
+    unhealthy: [],
+    unusableSince: null,
     preempts: [],
     preemptions: [],
     ledger: null,

@@ -1,12 +1,13 @@
 /** The status object: answer of the `status` query and of `telastic status JOB --json`. */
 import type { Checkpoint, JobPhase, JobState, Preemption } from './state';
 import { isQuarantined } from './decide';
+import { isKeptOut, unhealthyOf, unusableReason, unusableTimeoutMs } from './health';
 
 /**
  * `checkpointing`: a checkpoint-first drain waits for its checkpoint; the node runs on and becomes
  * `draining` once released (a leave meanwhile makes it `draining` at once, which its agent waits for).
  */
-export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'draining' | 'checkpointing' | 'lost' | 'drained' | 'left';
+export type NodeState = 'running' | 'preparing' | 'succeeded' | 'waiting' | 'spare' | 'quarantined' | 'unhealthy' | 'draining' | 'checkpointing' | 'lost' | 'drained' | 'left';
 
 export interface NodeStatus {
   nodeId: string;
@@ -32,6 +33,13 @@ export interface JobStatus {
   verdict?: string;
   /** Nodes the ledger keeps out of this job's rounds, and why (absent when none). */
   quarantined?: { nodeId: string; reason: string }[];
+  /** Nodes failing their agent's health check, kept out until a recheck passes, and the check's last stderr line (absent when none). */
+  unhealthy?: { nodeId: string; reason: string }[];
+  /**
+   * Enough nodes joined but those kept out (quarantined, unhealthy) leave the job below minNodes:
+   * why, since when, and how long it waits before it fails with that reason (absent otherwise).
+   */
+  unusable?: { reason: string; since: string | null; timeoutMs: number };
   /** Checkpoint-first drains waiting for their checkpoint (absent when none). */
   preempting?: { nodeId: string; requestedAt: string; graceMs: number }[];
   /** How recent checkpoint-first drains ended, newest last (absent when none). */
@@ -48,10 +56,13 @@ function memberState(state: JobState, nodeId: string): NodeState {
 export function toStatus(state: JobState): JobStatus {
   const { spec } = state;
   const full = state.members.length >= spec.maxNodes;
-  const out = isQuarantined(state);
+  const out = isKeptOut(state);
+  const quarantined = isQuarantined(state);
+  const sick = unhealthyOf(state);
+  const unusable = unusableReason(state);
   const nodes: NodeStatus[] = [
     ...state.members.map((m, groupRank) => ({ nodeId: m.nodeId, address: m.address, groupRank, state: memberState(state, m.nodeId) })),
-    ...state.waiting.map((w) => ({ nodeId: w.nodeId, address: w.address, groupRank: null, state: (out(w.nodeId) ? 'quarantined' : full ? 'spare' : 'waiting') as NodeState })),
+    ...state.waiting.map((w) => ({ nodeId: w.nodeId, address: w.address, groupRank: null, state: (quarantined(w.nodeId) ? 'quarantined' : out(w.nodeId) ? 'unhealthy' : full ? 'spare' : 'waiting') as NodeState })),
     ...state.departed.map((d) => ({ nodeId: d.nodeId, address: null, groupRank: null, state: d.reason as NodeState })),
   ];
   const f = state.lastFailure;
@@ -70,6 +81,8 @@ export function toStatus(state: JobState): JobStatus {
     checkpoint: state.checkpoint,
     ...(state.verdict ? { verdict: state.verdict } : {}),
     ...(state.quarantined.length ? { quarantined: state.quarantined } : {}),
+    ...(sick.length ? { unhealthy: sick.map((u) => ({ nodeId: u.nodeId, reason: u.reason })) } : {}),
+    ...(unusable ? { unusable: { reason: unusable, since: state.unusableSince != null ? new Date(state.unusableSince).toISOString() : null, timeoutMs: unusableTimeoutMs(state) } } : {}),
     ...(state.preempts.length ? { preempting: state.preempts.map((p) => ({ nodeId: p.nodeId, requestedAt: new Date(p.requestedAt).toISOString(), graceMs: p.graceMs })) } : {}),
     ...(state.preemptions.length ? { preemptions: state.preemptions } : {}),
   };

@@ -53,6 +53,15 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
     const { nodeId, rank, exitCode, signal, message, round } = newFailure;
     drafts.push({ kind: 'failure', round, nodeId, rank, exitCode, signal, message });
   }
+  // A node's health-check episode (src/job/health.ts) is a failure of that node: it counts
+  // toward quarantine as a worker failure does. The job's restarts do not see it.
+  const healthKeys: string[] = [];
+  for (const u of s.unhealthy ?? []) {
+    const key = `health:${u.round}:${u.nodeId}`;
+    if (c.failures.includes(key)) continue;
+    healthKeys.push(key);
+    drafts.push({ kind: 'failure', round: u.round, nodeId: u.nodeId, rank: null, exitCode: u.exitCode, signal: null, message: `health check failed: ${u.reason}` });
+  }
   const departures = s.departed.filter((d) => !c.departures.includes(`${d.nodeId}@${d.round}`));
   for (const d of departures) {
     const event = d.reason === 'lost' ? 'lost' : d.reason === 'drained' ? 'drain' : 'leave';
@@ -85,7 +94,7 @@ export function derive(cursor: LedgerCursor | null, s: JobState, at: string): { 
       round: opens ? s.round : c.round,
       open: opens || (c.open && !roundOver),
       members: opens ? s.members.map((m) => m.nodeId) : c.members,
-      failures: newFailure ? [...c.failures, failureKey(newFailure)].slice(-KEEP) : c.failures,
+      failures: newFailure || healthKeys.length ? [...c.failures, ...(newFailure ? [failureKey(newFailure)] : []), ...healthKeys].slice(-KEEP) : c.failures,
       departures: [...c.departures, ...departures.map((d) => `${d.nodeId}@${d.round}`)].slice(-KEEP),
       checkpoint: s.checkpoint?.path ?? c.checkpoint,
       ended,

@@ -146,3 +146,12 @@ describe('help', () => {
     expect((err as HelpRequested).text).toContain('--allow-env');
   });
 });
+
+describe('--health-check', () => {
+  it('is the operator\'s: the flag, else TELASTIC_HEALTH_CHECK, with its timeout', () => {
+    expect(agent(['--pool', 'p']).healthCheck).toBeUndefined();
+    expect(agent(['--pool', 'p', '--health-check', '/opt/hc.sh', '--health-check-timeout', '10']).healthCheck).toEqual({ command: '/opt/hc.sh', timeoutMs: 10_000 });
+    expect(agent(['--pool', 'p'], { TELASTIC_HEALTH_CHECK: 'nvidia-smi' }).healthCheck).toEqual({ command: 'nvidia-smi', timeoutMs: 30_000 });
+    expect(thrown(['--pool', 'p', '--health-check', 'x', '--health-check-timeout', '-1']).message).toMatch(/^--health-check-timeout -1: /);
+  });
+});

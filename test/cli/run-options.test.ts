@@ -365,3 +365,23 @@ describe('accepted and ignored', () => {
     expect(o.notes).toHaveLength(4);
   });
 });
+
+describe('--health-check', () => {
+  it('is absent by default; the flag beats TELASTIC_HEALTH_CHECK; the timeout defaults to 30 s', () => {
+    expect(run(['train.py']).healthCheck).toBeUndefined();
+    expect(run(['--health-check', './hc.sh', 'train.py']).healthCheck).toEqual({ command: './hc.sh', timeoutMs: 30_000 });
+    expect(run(['train.py'], { TELASTIC_HEALTH_CHECK: 'nvidia-smi' }).healthCheck).toEqual({ command: 'nvidia-smi', timeoutMs: 30_000 });
+    expect(run(['--health-check', 'a', 'train.py'], { TELASTIC_HEALTH_CHECK: 'b', TELASTIC_HEALTH_CHECK_TIMEOUT: '5' }).healthCheck).toEqual({ command: 'a', timeoutMs: 5000 });
+    expect(run(['--health-check', 'a', '--health-check-timeout', '2.5', 'train.py']).healthCheck).toEqual({ command: 'a', timeoutMs: 2500 });
+  });
+
+  it('a bad timeout is one line naming it', () => {
+    expect(usageError(['--health-check', 'a', '--health-check-timeout', '0', 'train.py']).message).toMatch(/^--health-check-timeout 0: /);
+    expect(usageError(['train.py'], { TELASTIC_HEALTH_CHECK: 'a', TELASTIC_HEALTH_CHECK_TIMEOUT: 'soon' }).message).toMatch(/^TELASTIC_HEALTH_CHECK_TIMEOUT soon: /);
+  });
+
+  it('takes unusable_timeout in --rdzv-conf (absent: the job\'s default, 60 s)', () => {
+    expect(run(['train.py']).rdzv.unusableTimeoutMs).toBeUndefined();
+    expect(run(['--rdzv-conf', 'unusable_timeout=5', 'train.py']).rdzv.unusableTimeoutMs).toBe(5000);
+  });
+});
