@@ -9,21 +9,11 @@
  * When the nodes kept out (quarantined or failing their check) are what keeps a job below
  * minNodes, the job says so (`unusable` in the status object, the first line of `telastic status`)
  * and fails after `unusable_timeout` (--rdzv-conf, default 60 s; never later than join_timeout)
- * with that reason and its own exit code (docs/cli.md).
+ * with that reason and exit code 3, do not requeue (docs/cli.md).
  */
-import type { JobState, NodeRecord } from './state';
+import type { JobState, NodeRecord, Unhealthy } from './state';
 
-/** A node failing its health check. */
-export interface Unhealthy {
-  nodeId: string;
-  /** The check's last stderr line (or what ended it: `timed out after 30 s`, `exit code 1`). */
-  reason: string;
-  exitCode: number | null;
-  /** The round whose `prepare` found it failing: the episode, recorded once to the ledger. */
-  round: number;
-  /** Workflow time (ms) of the latest failing check. */
-  at: number;
-}
+export type { Unhealthy } from './state';
 
 /** How often a node failing its check is checked again, off the round. */
 export const HEALTH_RECHECK_MS = 10_000;

@@ -23,7 +23,6 @@ import type { Stall } from './progress';
 import type { LedgerCursor } from '../ledger/types';
 import type { Quarantine } from './quarantine';
 import type { LedgerRecord } from '../ledger/records';
-import type { Unhealthy } from './health';
 
 export type JobPhase =
   | 'waiting'
@@ -150,6 +149,18 @@ export type NodeOutcome =
   /** Its agent could not end the round's processes (SIGKILL did not): `message` names the pids. */
   | { nodeId: string; kind: 'stuck'; message: string }
   | { nodeId: string; kind: 'stopped' };
+
+/** A node whose health check failed (src/job/health.ts): kept out of rounds until a recheck passes. */
+export interface Unhealthy {
+  nodeId: string;
+  /** The check's last stderr line (or what ended it: `timed out after 30 s`, `exit code 1`). */
+  reason: string;
+  exitCode: number | null;
+  /** The round whose `prepare` found it failing: the episode, recorded once to the ledger. */
+  round: number;
+  /** Workflow time (ms) of the latest failing check. */
+  at: number;
+}
 
 export interface Rejection {
   nodeId: string;
