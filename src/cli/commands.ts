@@ -9,6 +9,7 @@ import type { Connection } from '@temporalio/client';
 import { Client } from '@temporalio/client';
 import { Option, type Command } from 'commander';
 import { cancelJob, drainNode, getJobStatus, scaleJob, type ClientOptions } from '../client/api';
+import { describeProgress, jobProgress, type NodeProgress } from '../client/progress';
 import { describeFailure } from '../job/decide';
 import { DEFAULT_DRAIN_GRACE_MS, describePreemption } from '../job/preempt';
 import type { JobStatus } from '../job/status';
@@ -69,12 +70,15 @@ function intFlag(flags: Record<string, unknown>, name: string): number | undefin
   return n;
 }
 
-export function printStatus(s: JobStatus, now = Date.now()): string {
+export function printStatus(s: JobStatus, now = Date.now(), progress: ReadonlyMap<string, NodeProgress> = new Map()): string {
   const lines = [
     // A job that waits for nodes it may not use says so first (src/job/health.ts).
     ...(s.unusable ? [`job ${s.jobId}: ${s.unusable.reason}${unusableDeadline(s, now)}`] : []),
     `job ${s.jobId}: ${s.state}${s.verdict ? ` (${s.verdict})` : ''} · round ${s.round} · world size ${s.worldSize} · restarts ${s.restarts}/${s.maxRestarts} · nodes ${s.minNodes}:${s.maxNodes}`,
-    ...s.nodes.map((n) => `  ${n.nodeId.padEnd(24)} ${String(n.groupRank ?? '-').padStart(3)}  ${n.state.padEnd(10)} ${n.address ?? ''}`),
+    ...s.nodes.map((n) => {
+      const p = describeProgress(progress.get(n.nodeId));
+      return `  ${n.nodeId.padEnd(24)} ${String(n.groupRank ?? '-').padStart(3)}  ${n.state.padEnd(10)} ${n.address ?? ''}${p ? `  ${p}` : ''}`;
+    }),
   ];
   if (s.lastFailure) lines.push(`last failure: ${describeFailure(s.lastFailure)}`);
   if (s.checkpoint) lines.push(`checkpoint: ${s.checkpoint.path} (step ${s.checkpoint.step ?? '?'}, ${s.checkpoint.time})`);
@@ -115,7 +119,10 @@ export function registerCommands(program: Command): void {
       console.log(flags.json ? JSON.stringify({ jobId: job, workflowStatus: desc.status.name }) : printableLine(`job ${job}: ${desc.status.name} (no coordinator answered: ${(err as Error).message})`));
       return 0;
     }
-    console.log(flags.json ? printableJson(status) : printStatus(status));
+    // What the running nodes last reported (--progress-timeout, TELASTIC_PROGRESS_FILE); best effort.
+    const progress = status.state === 'running' ? await jobProgress(new Client(c), job, desc).catch(() => new Map<string, NodeProgress>()) : new Map<string, NodeProgress>();
+    const json = () => ({ ...status, nodes: status.nodes.map((n) => (progress.has(n.nodeId) ? { ...n, progress: progress.get(n.nodeId) } : n)) });
+    console.log(flags.json ? printableJson(json()) : printStatus(status, Date.now(), progress));
     return 0;
   });
   withConnection(program.command('scale').argument('<job>').option('--min <n>').option('--max <n>').description('change min/max nodes (recorded even while no coordinator runs)'), async (_conn, c, flags, [job], retry) => {

@@ -1,0 +1,135 @@
+/**
+ * Hung ranks and futile restarts with real torch (test/fixtures/watchdog_train.py, 1 node × 2
+ * processes, gloo), without torch's timer: rank 1 hangs in its data loading on the first attempt.
+ *   - telastic run --progress-timeout: the script's one line writes its step to
+ *     TELASTIC_PROGRESS_FILE; when the node's ranks stop, its workers are killed, named, and the
+ *     job resumes from its checkpoint. `telastic status` shows the node's last progress meanwhile.
+ *   - torchrun --standalone, the same script: only the collective's timeout (--pg-timeout, here
+ *     30 s; torch's default for gloo is 30 min, NCCL's 10 min) ends the hang. The figures of both are printed.
+ *   - --max-restarts-without-progress: a rank that crashes at the same step on every attempt ends
+ *     the job with the no-progress verdict and exit code 3, restarts left.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { testAddress } from '../setup/temporal';
+import { alive as running } from '../agent/helpers';
+import { FAST_RDZV, ROOT, e2eSuite, runTelastic, startAgent, status, tmpDir, uniqueJobId, waitFor } from './harness';
+
+const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
+const TORCHRUN = path.join(ROOT, '.venv', 'bin', 'torchrun');
+const SCRIPT = path.join(ROOT, 'test', 'fixtures', 'watchdog_train.py');
+const STEPS = 30;
+const HANG_AT = 12;
+const CKPT_EVERY = 5;
+const PG_TIMEOUT_S = 30;
+/** Above the workers' start (import torch, gloo init) on a loaded 2-core machine; the clock starts with them. */
+const PROGRESS_TIMEOUT_S = 8;
+
+const e2e = e2eSuite();
+const dirs: string[] = [];
+const pids: number[] = [];
+afterAll(() => {
+  for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+interface Ev { ev: string; rank: number; attempt: number; pid: number; t: number; step?: number; path?: string }
+
+function events(file: string): Ev[] {
+  if (!existsSync(file)) return [];
+  const evs = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Ev);
+  for (const e of evs) if (!pids.includes(e.pid)) pids.push(e.pid);
+  return evs;
+}
+
+function job(name: string, extra: string[]) {
+  const dir = tmpDir(name);
+  dirs.push(dir);
+  const ev = path.join(dir, 'events.jsonl');
+  const ckpt = path.join(dir, 'ckpt');
+  const args = [SCRIPT, '--steps', String(STEPS), '--ckpt-every', String(CKPT_EVERY), '--no-timer', '--pg-timeout', String(PG_TIMEOUT_S), '--events', ev, '--ckpt-dir', ckpt, '--step-time', '0.05', ...extra];
+  return { dir, ev, ckpt, args };
+}
+
+const secs = (from: number, to: number) => Math.round((to - from) * 100) / 100;
+
+test('telastic run --progress-timeout: the node whose ranks stopped reporting is killed, named, and the job resumes from its checkpoint', async () => {
+  const j = job('progress', ['--hang-at', String(HANG_AT), '--hang-rank', '1']);
+  const jobId = uniqueJobId('progress');
+  const agent = startAgent(testAddress(), 'pg-a', ['--nnodes', '1', '--nproc-per-node', '2', '--max-restarts', '2', '--rdzv-id', jobId, '--checkpoint-dir', j.ckpt, '--progress-timeout', `${PROGRESS_TIMEOUT_S}s`, ...FAST_RDZV, ...j.args], { PYTHON_EXEC: PYTHON });
+  e2e.agents.push(agent);
+  // While it trains, `telastic status` shows the node's last progress.
+  const shown = await waitFor('progress in telastic status', async () => {
+    const r = await runTelastic(['status', jobId, '--address', testAddress()]);
+    return /pg-a .*progress \d+\.\d s ago \(step \d+\)/.test(r.stdout) ? r.stdout : null;
+  }, 90_000, 300);
+  expect(shown).toMatch(/running/);
+  const code = await Promise.race([agent.exited, new Promise((r) => setTimeout(r, 150_000).unref())]);
+  expect({ code, output: code === 0 ? '' : agent.output() }).toEqual({ code: 0, output: '' });
+
+  const evs = events(j.ev);
+  const hang = evs.find((e) => e.ev === 'hang');
+  // Killed before the hang: the workers' start outlasted the timeout (the message says so).
+  expect({ hang, failure: hang ? null : (await status(e2e.conn, jobId)).lastFailure }).toMatchObject({ hang: { rank: 1, attempt: 0, step: HANG_AT }, failure: null });
+  if (!hang) return;
+  expect(running(hang.pid)).toBe(false);
+  const again = evs.filter((e) => e.attempt === 1);
+  const lastCkpt = Math.floor((HANG_AT - 1) / CKPT_EVERY) * CKPT_EVERY;
+  expect(again.filter((e) => e.ev === 'resumed').map((e) => e.step)).toEqual([lastCkpt, lastCkpt]);
+  expect(again.filter((e) => e.ev === 'done')).toHaveLength(2);
+
+  const s = await status(e2e.conn, jobId);
+  expect(s).toMatchObject({ state: 'succeeded', restarts: 1 });
+  // Both ranks are named: rank 0 is stuck too, in the all-reduce the hung rank never joins.
+  expect(s.lastFailure).toMatchObject({ nodeId: 'pg-a', signal: 'SIGKILL' });
+  expect(s.lastFailure?.message).toMatch(new RegExp(`^no progress from ranks 0, 1 for ${PROGRESS_TIMEOUT_S} s \\(--progress-timeout; last step 1[01] \\d+(\\.\\d)? s ago\\)$`));
+  expect(agent.output()).toContain(`no progress from ranks 0, 1 for ${PROGRESS_TIMEOUT_S} s`);
+
+  const started = Math.min(...again.filter((e) => e.ev === 'start').map((e) => e.t));
+  const stepped = again.find((e) => e.ev === 'step')!.t;
+  console.log(`telastic --progress-timeout ${PROGRESS_TIMEOUT_S}s: hang → workers started again ${secs(hang.t, started)} s, → first step after ${secs(hang.t, stepped)} s`);
+}, 200_000);
+
+test(`torchrun --standalone, the same script: the hang ends only with the collective's timeout (${PG_TIMEOUT_S} s here)`, async () => {
+  const j = job('progress-torchrun', ['--hang-at', String(HANG_AT), '--hang-rank', '1']);
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('TELASTIC_')) delete env[k];
+  const proc: ChildProcess = spawn(TORCHRUN, ['--standalone', '--nproc-per-node', '2', '--max-restarts', '2', ...j.args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  pids.push(proc.pid!);
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const ended = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  try {
+    const code = await Promise.race([ended, new Promise<string>((r) => setTimeout(() => r('still running after 150 s'), 150_000).unref())]);
+    expect({ code, out: code === 0 ? '' : out.slice(-2000) }).toEqual({ code: 0, out: '' });
+    const evs = events(j.ev);
+    const hang = evs.find((e) => e.ev === 'hang')!;
+    const again = evs.filter((e) => e.attempt === 1);
+    const started = Math.min(...again.filter((e) => e.ev === 'start').map((e) => e.t));
+    const stepped = again.find((e) => e.ev === 'step')!.t;
+    // Nothing ends the hang before the collective's timeout.
+    expect(started - hang.t).toBeGreaterThan(PG_TIMEOUT_S - 1);
+    console.log(`torchrun (collective timeout ${PG_TIMEOUT_S} s): hang → workers started again ${secs(hang.t, started)} s, → first step after ${secs(hang.t, stepped)} s`);
+  } finally {
+    try { process.kill(-proc.pid!, 'SIGKILL'); } catch { /* gone */ }
+  }
+}, 200_000);
+
+test('a rank that crashes at the same step on every attempt: the no-progress verdict ends the job with exit code 3, restarts left', async () => {
+  const j = job('noprogress', ['--crash-at', '7', '--hang-rank', '1']);
+  const jobId = uniqueJobId('noprogress');
+  const agent = startAgent(testAddress(), 'np-a', ['--nnodes', '1', '--nproc-per-node', '2', '--max-restarts', '9', '--max-restarts-without-progress', '2', '--rdzv-id', jobId, '--checkpoint-dir', j.ckpt, ...FAST_RDZV, ...j.args], { PYTHON_EXEC: PYTHON });
+  e2e.agents.push(agent);
+  const code = await Promise.race([agent.exited, new Promise((r) => setTimeout(r, 170_000).unref())]);
+  const verdict = 'no progress in 2 restarts (every round resumed from ckpt_00000005.pt)';
+  expect({ code, tail: agent.output().trim().split('\n').pop() }).toEqual({ code: 3, tail: expect.stringContaining(verdict) });
+  const s = await status(e2e.conn, jobId);
+  // Round 1 wrote ckpt 5 and crashed at 7; rounds 2 and 3 resumed from ckpt 5 and crashed at 7; round 4 would again.
+  expect(s).toMatchObject({ state: 'failed', restarts: 3, verdict });
+  expect(s.lastFailure).toMatchObject({ nodeId: 'np-a', rank: 1 });
+  expect(events(j.ev).filter((e) => e.ev === 'crash').map((e) => e.attempt)).toEqual([0, 1, 2]);
+  const shown = await runTelastic(['status', jobId, '--address', testAddress()]);
+  expect(shown.stdout.split('\n')[0]).toBe(`job ${jobId}: failed (${verdict}) · round 4 · world size 2 · restarts 3/9 · nodes 1:1`);
+}, 200_000);
