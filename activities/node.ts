@@ -11,7 +11,8 @@ import path from 'node:path';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Entrypoint } from '../src/job/spec';
 import type { LaunchCheck } from '../src/agent/allow';
-import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed } from '../src/agent/env';
+import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed, type WorkerLaunchOptions } from '../src/agent/env';
+import { withNumactl } from '../src/agent/workers/numa';
 import { openTimerFifo, type TimerFifo } from '../src/agent/timer/fifo';
 import { startWorkerGroup } from '../src/agent/workers';
 import type { OutputOptions, Reaper } from '../src/agent/workers/types';
@@ -40,6 +41,14 @@ export interface NodeDeps {
   /** What `signalWorkers` sends: --checkpoint-signal. @default SIGUSR1 */
   checkpointSignal?: NodeJS.Signals;
   baseEnv: NodeJS.ProcessEnv;
+  /**
+   * The signal the agent was stopped by, once it was (`telastic run --signals-to-handle`): from
+   * then on every stop of this node's workers sends it instead of SIGTERM, as torchrun's agent
+   * closes its workers with the signal it received.
+   */
+  stopSignal?: () => NodeJS.Signals | undefined;
+  /** Worker options of `telastic run` (torchrun's --virtual-local-rank, --numa-binding, …). */
+  workerOptions?: WorkerLaunchOptions;
   /** Per-agent scratch directory (error files). */
   runDir: string;
   reaper?: Reaper;
@@ -92,7 +101,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   async function stopAll(reason: string): Promise<void> {
     const r = current;
     current = null;
-    if (r) await r.group.stop(reason);
+    if (r) await r.group.stop(reason, deps.stopSignal?.());
   }
 
   /**
@@ -137,9 +146,13 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     // The agent's interpreter, never the submitter's (PYTHON_EXEC is never taken from a launch).
     const python = resolvePythonExec(deps.baseEnv);
     const timerFifo = timersServed(baseEnv) ? openTimers(path.join(errorDir, 'watchdog_timer')) : undefined;
+    const wo = deps.workerOptions ?? {};
     const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
-      const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile: path.join(errorDir, `error_${localRank}.json`), timerFile: timerFifo?.path });
-      return { localRank, rank: a.rankOffset + localRank, ...buildCommand(entrypoint, localRank, python), env };
+      const errorFile = path.join(errorDir, `error_${localRank}.json`);
+      const env = buildWorkerEnv(a, localRank, { baseEnv, errorFile, timerFile: timerFifo?.path, virtualLocalRank: wo.virtualLocalRank, signalsToHandle: wo.signalsToHandle });
+      const cmd = buildCommand(entrypoint, localRank, python);
+      const cpus = wo.numaCpus?.[localRank];
+      return { localRank, rank: a.rankOffset + localRank, ...(cpus === undefined ? cmd : withNumactl(cmd, cpus)), env };
     });
     const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
     let group: ReturnType<typeof startWorkerGroup>;
@@ -199,11 +212,11 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       if (err instanceof CancelledFailure && ctx.cancellationDetails?.notFound) {
         const windowMs = deps.adoptionWindowMs ?? ADOPTION_WINDOW_MS;
         deps.log.info({ round: a.round, windowMs }, 'job run closed mid-round: workers wait for its next run to adopt them');
-        live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`));
+        live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`, deps.stopSignal?.()));
         throw err;
       }
       if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');
-      await group.stop('round cancelled');
+      await group.stop('round cancelled', deps.stopSignal?.());
       throw err;
     } finally {
       clearInterval(beat);

@@ -23,6 +23,7 @@ import { SealedPayloadError } from '../temporal/sealing';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { checkpointDirPolicy, guardActivities, type AgentPolicy } from './activity-input';
 import type { AgentOutcome } from './outcome';
+import type { WorkerLaunchOptions } from './env';
 import { createReaper, killOrphans } from './workers';
 import type { OutputOptions } from './workers/types';
 import { watchAgent } from '../metrics/agent';
@@ -53,6 +54,10 @@ export interface RuntimeOptions {
   checkpointSignal?: NodeJS.Signals;
   /** The process's metrics endpoint (--metrics-port): readiness and the agent's own series. */
   metrics?: MetricsEndpoint;
+  /** The signal the agent was stopped by, if any: its workers are stopped with it (NodeDeps). */
+  stopSignal?: () => NodeJS.Signals | undefined;
+  /** torchrun's worker flags of `telastic run` (NodeDeps.workerOptions). */
+  workerOptions?: WorkerLaunchOptions;
 }
 
 /** What the runtime hands its membership: the node's client, log and running activities. */
@@ -106,6 +111,8 @@ export async function runAgent(o: RuntimeOptions, m: Membership, stopSignal: Abo
     bindAddress: o.localAddr,
     output: o.output,
     checkpointSignal: o.checkpointSignal,
+    stopSignal: o.stopSignal,
+    workerOptions: o.workerOptions,
     baseEnv: process.env,
     runDir: path.join(o.stateDir, 'errors', o.nodeId),
     reaper,

@@ -11,6 +11,7 @@ import type { ChildProcess } from 'child_process';
 import { rmSync } from 'fs';
 import { catchesSignal } from './catches';
 import { readErrorFileMessage } from './error-file';
+import { openFiltered, type FilteredOutputs } from './filtered';
 import { prepareOutput, type WorkerOutput } from './output';
 import { terminateGroups } from './process-group';
 import { spawnWorker } from './spawn';
@@ -43,10 +44,13 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
 
   // Prepare every output first: a bad log dir must fail the start before any process runs.
   const outputs: WorkerOutput[] = [];
+  let filtered: FilteredOutputs | null = null;
   try {
-    for (const spec of opts.workers) outputs.push(prepareOutput(spec, opts.output));
+    filtered = openFiltered(opts.output);
+    for (const spec of opts.workers) outputs.push(prepareOutput(spec, opts.output, filtered));
   } catch (err) {
     for (const o of outputs) void o.close(0);
+    void filtered?.close();
     throw err;
   }
   const workers: Running[] = opts.workers.map((spec, i) => {
@@ -70,18 +74,19 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     }
   };
 
-  const finish = (state: GroupResult['state'], reason: string | null = null): Promise<GroupResult> => {
+  const finish = (state: GroupResult['state'], reason: string | null = null, signal: NodeJS.Signals = 'SIGTERM'): Promise<GroupResult> => {
     if (done !== null) return done;
     stopping = true;
     watchdog?.stop();
     done = (async (): Promise<GroupResult> => {
       await Promise.resolve(); // a failure during the start loop: let it finish recording pids first
       const pgids = workers.filter((w) => w.pid > 0).map((w) => w.pid);
-      await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs);
+      await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs, undefined, signal);
       // A leader that left its group (setsid) is not reached by the group signal.
       for (const w of workers) if (w.exit === null) w.child?.kill('SIGKILL');
       await Promise.race([Promise.all(workers.map((w) => w.exited)), delay(5_000)]);
       await Promise.all(workers.map((w) => w.output.close(1_000)));
+      await filtered?.close();
       opts.timerFifo?.close();
       for (const pgid of pgids) opts.reaper?.untrack(pgid);
 
@@ -137,8 +142,8 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
   return {
     pids: workers.filter((w) => w.pid > 0).map((w) => w.pid),
     wait: () => result,
-    async stop(reason?: string) {
-      await finish('stopped', reason ?? null);
+    async stop(reason?: string, signal?: NodeJS.Signals) {
+      await finish('stopped', reason ?? null, signal);
     },
     signal(sig: NodeJS.Signals): number {
       if (stopping) return 0;
