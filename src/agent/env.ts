@@ -6,6 +6,7 @@
 import type { Entrypoint } from '../job/spec';
 import type { RoundAssignment } from '../job/assignment';
 import { isAgentOnly } from './env-rules';
+import type { NumaPlan } from './workers/numa';
 
 export interface WorkerEnvOptions {
   /** The agent's environment; every worker inherits it, then gets torchrun's variables on top. */
@@ -36,10 +37,10 @@ export interface WorkerLaunchOptions {
   virtualLocalRank?: boolean;
   signalsToHandle?: readonly string[];
   /**
-   * `--numa-binding`: the `numactl --physcpubind` CPU list of each local rank
+   * `--numa-binding`: the CPU list of each local rank and the command that binds it
    * (src/agent/workers/numa.ts `planNumaBinding`); absent: no binding.
    */
-  numaCpus?: readonly string[];
+  numa?: NumaPlan;
 }
 
 /**

@@ -17,7 +17,7 @@ import { SealingCodec } from '../temporal/sealing';
 import { openMetrics, type MetricsEndpoint } from '../metrics/endpoint';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
-import { planNumaBinding } from '../agent/workers/numa';
+import { numaNodes, planNumaBinding, type NumaPlan } from '../agent/workers/numa';
 
 let runtimeInstalled = false;
 /**
@@ -106,16 +106,17 @@ export async function runCommand(argv: string[]): Promise<number> {
     throw err;
   }
   for (const note of o.notes) console.error(`telastic run: note: ${note}`);
-  let numaCpus: string[] | null = null;
+  let numa: NumaPlan | null = null;
   if (o.numaBinding !== undefined) {
     try {
-      numaCpus = planNumaBinding(o.numaBinding, o.nprocPerNode, process.env);
+      numa = planNumaBinding(o.numaBinding, o.nprocPerNode, process.env);
     } catch (err) {
       console.error(`telastic run: --numa-binding ${o.numaBinding}: ${firstLine(err)}`);
       return 2;
     }
-    if (numaCpus === null) console.error(`telastic: --numa-binding ${o.numaBinding}: this machine has one NUMA node, so binding changes nothing: workers run on every CPU the agent may use`);
-    else console.error(`telastic: --numa-binding ${o.numaBinding}: local ranks bound to CPUs ${numaCpus.map((c, r) => `${r}:${c}`).join(' ')}`);
+    const nodes = numaNodes().length;
+    if (numa === null) console.error(`telastic: --numa-binding ${o.numaBinding}: ${nodes === 1 ? 'this machine has one NUMA node, so ' : ''}binding changes nothing: workers run on every CPU the agent may use`);
+    else console.error(`telastic: --numa-binding ${o.numaBinding}: local ranks bound (${numa.tool}) to CPUs ${numa.cpus.map((c, r) => `${r}:${c}`).join(' ')}`);
   }
   let endpoint: MetricsEndpoint | null;
   try {
@@ -192,7 +193,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         checkpointSignal: o.checkpointSignal as NodeJS.Signals,
         metrics: endpoint ?? undefined,
         stopSignal: () => received,
-        workerOptions: { virtualLocalRank: o.virtualLocalRank, signalsToHandle: o.signalsToHandle, numaCpus: numaCpus ?? undefined },
+        workerOptions: { virtualLocalRank: o.virtualLocalRank, signalsToHandle: o.signalsToHandle, numa: numa ?? undefined },
       },
       jobMembership({ spec, searchAttributes: sa, uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL, leaveGraceMs: o.leaveGraceMs, preemptSignal: preempt.signal }),
       abort.signal,

@@ -1,6 +1,7 @@
 /**
  * torchrun's `--numa-binding MODE` (torch/numa/binding.py): local rank N runs on the CPUs near
- * GPU N, through `numactl --physcpubind=<cpus> command…` as torch wraps it. The CPU sets are
+ * GPU N, through `numactl --physcpubind=<cpus> command…` as torch wraps it (`taskset -c` where
+ * there is no numactl: the same CPU affinity). The CPU sets are
  * torch's, mode by mode, computed from a `NumaTopology` (pure, `bindCpus`) that `readTopology`
  * reads from sysfs; a GPU's NUMA node comes from its PCI address (nvidia-smi) and
  * /sys/bus/pci/devices/ADDR/numa_node, where torch asks CUDA for the address.
@@ -140,8 +141,8 @@ export function gpuNumaNodes(env: NodeJS.ProcessEnv): number[] {
   return visible.split(',').map((i) => nodes[Number(i)] ?? -1).filter((n) => n >= 0);
 }
 
-/** This machine's topology for `bindCpus` (sysfs), with the GPUs' nodes from `gpuNumaNodes`. */
-export function readTopology(env: NodeJS.ProcessEnv): NumaTopology {
+/** This machine's topology for `bindCpus` (sysfs); the GPUs' nodes come from `gpuNumaNodes`. */
+export function readTopology(): Omit<NumaTopology, 'gpuNodes'> {
   const nodeCpus: Record<number, number[]> = {};
   for (const n of numaNodes()) nodeCpus[n] = parseCpuList(read(`${SYS}/node/node${n}/cpulist`));
   const siblings: Record<number, number[]> = {};
@@ -161,18 +162,38 @@ export function readTopology(env: NodeJS.ProcessEnv): NumaTopology {
       maxCache[cpu] = parseCpuList(read(`${c}/shared_cpu_list`));
     }
   }
-  return { nodeCpus, allowed: allowedCpus(), gpuNodes: gpuNumaNodes(env), siblings, maxCache, socket };
+  return { nodeCpus, allowed: allowedCpus(), siblings, maxCache, socket };
+}
+
+/** A binding plan: each local rank's CPU list and the command that applies it; null when none changes anything. */
+export interface NumaPlan {
+  /** `numactl --physcpubind=` (torch's) or, where there is no numactl, util-linux's `taskset -c`. */
+  tool: 'numactl' | 'taskset';
+  cpus: string[];
 }
 
 /**
- * The `--physcpubind` list of each local rank, or null on a machine with one NUMA node, where
- * every rank would be bound to all the CPUs it may use anyway: nothing to do.
+ * The CPUs of each local rank as torch binds them, or null when every rank would be bound to all
+ * the CPUs the agent may use anyway (`node` or `socket` on a machine with one NUMA node): then
+ * nothing is done. Local rank N is GPU N; on a machine with one NUMA node and no NVIDIA GPU,
+ * every local rank counts as a GPU on that node (so `exclusive` splits the cores between them).
  */
-export function planNumaBinding(mode: NumaMode, localWorldSize: number, env: NodeJS.ProcessEnv): string[] | null {
-  if (numaNodes().length <= 1) return null;
-  if (!onPath('numactl')) throw new NumaBindingError('numactl is required for NUMA binding (Debian: apt-get install numactl)');
-  const topo = readTopology(env);
-  return Array.from({ length: localWorldSize }, (_, rank) => cpuListString(bindCpus(mode, rank, topo)));
+export function planNumaBinding(mode: NumaMode, localWorldSize: number, env: NodeJS.ProcessEnv): NumaPlan | null {
+  const single = numaNodes().length <= 1;
+  let gpuNodes: number[];
+  try {
+    gpuNodes = gpuNumaNodes(env);
+  } catch (err) {
+    if (!single) throw err;
+    gpuNodes = Array.from({ length: localWorldSize }, () => 0);
+  }
+  const topo = { ...readTopology(), gpuNodes };
+  const cpus = Array.from({ length: localWorldSize }, (_, rank) => cpuListString(bindCpus(mode, rank, topo)));
+  const all = cpuListString(topo.allowed);
+  if (cpus.every((c) => c === all)) return null;
+  const tool = onPath('numactl') ? 'numactl' : onPath('taskset') ? 'taskset' : null;
+  if (tool === null) throw new NumaBindingError('numactl is required for NUMA binding (Debian: apt-get install numactl)');
+  return { tool, cpus };
 }
 
 function onPath(cmd: string): boolean {
@@ -186,7 +207,8 @@ function onPath(cmd: string): boolean {
   });
 }
 
-/** torch's `_assemble_numactl_command_args`: `numactl --physcpubind=CPUS file args…`. */
-export function withNumactl(cmd: { file: string; args: string[] }, cpus: string): { file: string; args: string[] } {
-  return { file: 'numactl', args: [`--physcpubind=${cpus}`, cmd.file, ...cmd.args] };
+/** torch's `_assemble_numactl_command_args` (`numactl --physcpubind=CPUS file args…`), or `taskset -c CPUS file args…`. */
+export function withBinding(cmd: { file: string; args: string[] }, tool: NumaPlan['tool'], cpus: string): { file: string; args: string[] } {
+  const how = tool === 'numactl' ? [`--physcpubind=${cpus}`] : ['-c', cpus];
+  return { file: tool, args: [...how, cmd.file, ...cmd.args] };
 }
