@@ -78,7 +78,12 @@ export function bindCpus(mode: NumaMode, gpu: number, t: NumaTopology): number[]
   let cpus: number[];
   if (mode === 'node') cpus = nodeAllowed(node);
   else if (mode === 'socket') {
-    const socketOf = (n: number) => t.socket[Math.min(...nodeAllowed(n))]!;
+    const socketOf = (n: number) => {
+      const cpus = nodeAllowed(n);
+      // torch takes an allowed CPU of every node, and fails on a node it may use none of.
+      if (cpus.length === 0) throw new NumaBindingError(`the agent may use no CPU of NUMA node ${n}`);
+      return t.socket[Math.min(...cpus)]!;
+    };
     const s = socketOf(node);
     cpus = Object.keys(t.nodeCpus).map(Number).filter((n) => socketOf(n) === s).flatMap(nodeAllowed);
   } else if (mode === 'exclusive') {
