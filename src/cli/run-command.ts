@@ -55,7 +55,7 @@ export const TORCHRUN_FLAGS: readonly RunFlag[] = [
   flag('master-port', 'port', 'accepted and ignored: the job workflow picks MASTER_PORT'),
   flag('local-addr', 'addr', 'address other nodes reach this one at (default: this host\'s name)'),
   flag('logs-specs', 'name', 'accepted for compatibility and ignored', false),
-  flag('numa-binding', 'mode', 'node, socket, exclusive or core-complex: bind local rank N to the CPUs near GPU N, as torchrun (with numactl); a no-op on a machine with one NUMA node', false),
+  flag('numa-binding', 'mode', 'node, socket, exclusive or core-complex: bind local rank N to the CPUs near GPU N, as torchrun (numactl, else taskset); said once and skipped where it changes nothing (node or socket on one NUMA node)', false),
   flag('signals-to-handle', 'signals', 'signals that stop the workers with that same signal, SIGKILL after --shutdown-timeout (default SIGTERM,SIGINT,SIGHUP,SIGQUIT)'),
   flag('virtual-local-rank', undefined, 'every worker gets LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES narrowed to its own device'),
 ];
