@@ -13,6 +13,8 @@ import type { Entrypoint } from '../src/job/spec';
 import type { LaunchCheck } from '../src/agent/allow';
 import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed, type WorkerLaunchOptions } from '../src/agent/env';
 import { withBinding } from '../src/agent/workers/numa';
+import { endEvents, startEvents, type EventContext } from '../src/agent/workers/events';
+import { readFileSync } from 'node:fs';
 import { openTimerFifo, type TimerFifo } from '../src/agent/timer/fifo';
 import { startWorkerGroup } from '../src/agent/workers';
 import type { OutputOptions, Reaper } from '../src/agent/workers/types';
@@ -47,6 +49,8 @@ export interface NodeDeps {
    * closes its workers with the signal it received.
    */
   stopSignal?: () => NodeJS.Signals | undefined;
+  /** `--event-log-handler console`: where torch's worker status events go, one JSON line each (events.ts). */
+  eventLog?: (line: string) => void;
   /** Worker options of `telastic run` (torchrun's --virtual-local-rank, --numa-binding, …). */
   workerOptions?: WorkerLaunchOptions;
   /** Per-agent scratch directory (error files). */
@@ -91,6 +95,39 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** torch's worker status events of one round: START now, the end when the group ends. */
+function logEvents(
+  emit: (line: string) => void,
+  a: RoundAssignment,
+  entrypoint: Entrypoint,
+  python: string,
+  workers: { localRank: number; rank: number }[],
+  group: ReturnType<typeof startWorkerGroup>,
+  errorDir: string,
+): void {
+  const ctx: EventContext = {
+    runId: a.jobId,
+    role: a.role,
+    groupRank: a.groupRank,
+    groupWorldSize: a.groupWorldSize,
+    entryPoint: path.basename(entrypoint.noPython ? entrypoint.script : python),
+    agentRestarts: a.restartCount,
+    worldSize: a.worldSize,
+  };
+  const infos = workers.map((w, i) => ({ localRank: w.localRank, rank: w.rank, pid: group.pids[i] ?? 0 }));
+  const errorData = (localRank: number): unknown => {
+    try {
+      return JSON.parse(readFileSync(path.join(errorDir, `error_${localRank}.json`), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  };
+  for (const line of startEvents(ctx, infos)) emit(line);
+  void group.wait().then((r) => {
+    for (const line of endEvents(ctx, infos, r, errorData)) emit(line);
+  });
 }
 
 export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
@@ -171,6 +208,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
     // The group closes it when it ends; a stand-in group (bench/scale-sim.ts) may not.
     if (timerFifo) void group.wait().finally(() => timerFifo.close());
+    if (deps.eventLog) logEvents(deps.eventLog, a, entrypoint, python, workers, group, errorDir);
     current = liveRound(a.jobId, a.round, group);
     startedAt = Date.now();
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');

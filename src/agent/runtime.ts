@@ -56,6 +56,8 @@ export interface RuntimeOptions {
   metrics?: MetricsEndpoint;
   /** The signal the agent was stopped by, if any: its workers are stopped with it (NodeDeps). */
   stopSignal?: () => NodeJS.Signals | undefined;
+  /** `--event-log-handler console` (NodeDeps.eventLog). */
+  eventLog?: (line: string) => void;
   /** torchrun's worker flags of `telastic run` (NodeDeps.workerOptions). */
   workerOptions?: WorkerLaunchOptions;
 }
@@ -113,6 +115,7 @@ export async function runAgent(o: RuntimeOptions, m: Membership, stopSignal: Abo
     checkpointSignal: o.checkpointSignal,
     stopSignal: o.stopSignal,
     workerOptions: o.workerOptions,
+    eventLog: o.eventLog,
     baseEnv: process.env,
     runDir: path.join(o.stateDir, 'errors', o.nodeId),
     reaper,

@@ -39,7 +39,7 @@ export const TORCHRUN_FLAGS: readonly RunFlag[] = [
   flag('max-restarts', 'n', 'failure restarts of the whole job before it fails (default 0)'),
   flag('monitor-interval', 'seconds', 'how often worker processes are checked (default 0.1)'),
   flag('start-method', 'method', 'accepted for compatibility and ignored (spawn, fork, forkserver)'),
-  flag('event-log-handler', 'name', 'null, console or dynamic_rendezvous: accepted and checked; telastic\'s events are the job\'s Temporal history, its ledger and the agent\'s log (default null)'),
+  flag('event-log-handler', 'name', 'console prints torch\'s worker status events (START, SUCCEEDED, FAILED, TERMINATED) as JSON lines on stderr; null and dynamic_rendezvous record none (default null)'),
   flag('role', 'role', 'role of this node\'s workers (default "default")'),
   flag('module', undefined, 'run SCRIPT as a Python module, like python -m', true, 'm'),
   flag('no-python', undefined, 'run SCRIPT itself, not with python'),

@@ -117,10 +117,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     const raw = a.value(name);
     if (raw) notes.push(`${raw.from} ${raw.raw} ignored: ${why}`);
   }
-  const eventLogHandler = opt(v.eventLogHandlerSchema, 'event-log-handler');
-  if (eventLogHandler !== undefined && eventLogHandler !== 'null') {
-    notes.push(`--event-log-handler ${eventLogHandler}: torch's event records have no telastic counterpart; the job's events are in its Temporal history, its ledger and the agent's log`);
-  }
+  const eventLogHandler = opt(v.eventLogHandlerSchema, 'event-log-handler') ?? 'null';
   const logDir = opt(v.nonEmpty, 'log-dir');
   const duplicate = (name: string): string[] => {
     const filters = opt(v.commaListSchema, name) ?? [];
@@ -157,6 +154,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     signalsToHandle: opt(v.signalListSchema, 'signals-to-handle') ?? DEFAULT_SIGNALS_TO_HANDLE,
     virtualLocalRank,
     numaBinding: opt(v.numaModeSchema, 'numa-binding'),
+    eventLogHandler,
     redirects: opt(v.stdSpecSchema, 'redirects') ?? '0',
     tee: opt(v.stdSpecSchema, 'tee') ?? '0',
     localRanksFilter: opt(v.localRanksSchema, 'local-ranks-filter'),

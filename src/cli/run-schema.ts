@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { MetricsOptions } from '../metrics/endpoint';
 import { entrypointSchema, jobSpecSchema, joinRequestSchema, rdzvTimingSchema } from '../job/spec';
 import { connectionOptionsSchema } from './connection-options';
-import { NUMA_MODES } from '../config/values';
+import { EVENT_LOG_HANDLERS, NUMA_MODES } from '../config/values';
 
 /** The job id rules of the job spec (the workflow id), reused for `--rdzv-id`. */
 export const rdzvIdSchema = jobSpecSchema.innerType().shape.jobId;
@@ -58,6 +58,8 @@ export const runOptionsSchema = z
     signalsToHandle: z.array(z.string().regex(/^SIG[A-Z0-9]+$/)).min(1),
     /** `--virtual-local-rank`: LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES narrowed to the worker's device. @default false */
     virtualLocalRank: z.boolean(),
+    /** `--event-log-handler`: `console` prints torch's worker status events to stderr; the others record nothing. @default "null" */
+    eventLogHandler: z.enum(EVENT_LOG_HANDLERS),
     /** `--numa-binding` (torch.numa.binding.AffinityMode); absent: no binding. */
     numaBinding: z.enum(NUMA_MODES).optional(),
     /** torchrun's raw `-r` value (`0`-`3` or `rank:0-3,…`), validated, parsed elsewhere. @default "0" */

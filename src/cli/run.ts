@@ -193,6 +193,7 @@ export async function runCommand(argv: string[]): Promise<number> {
         checkpointSignal: o.checkpointSignal as NodeJS.Signals,
         metrics: endpoint ?? undefined,
         stopSignal: () => received,
+        eventLog: o.eventLogHandler === 'console' ? (line) => process.stderr.write(`${line}\n`) : undefined,
         workerOptions: { virtualLocalRank: o.virtualLocalRank, signalsToHandle: o.signalsToHandle, numa: numa ?? undefined },
       },
       jobMembership({ spec, searchAttributes: sa, uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL, leaveGraceMs: o.leaveGraceMs, preemptSignal: preempt.signal }),

@@ -39,6 +39,7 @@ describe('defaults are torchrun\'s', () => {
       duplicateStderrFilters: [],
       signalsToHandle: ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'],
       virtualLocalRank: false,
+      eventLogHandler: 'null',
       shutdownTimeoutMs: 30_000,
       nodeId: 'host-a-42',
       coordinator: true,
@@ -405,11 +406,10 @@ describe('torchrun\'s worker flags', () => {
     );
   });
 
-  it('--event-log-handler: torch\'s handler names; anything but null is noted as having no counterpart', () => {
-    expect(run(['--event-log-handler', 'null', 't.py']).notes).toEqual([]);
-    expect(run(['--event-log-handler', 'console', 't.py']).notes).toEqual([
-      "--event-log-handler console: torch's event records have no telastic counterpart; the job's events are in its Temporal history, its ledger and the agent's log",
-    ]);
+  it('--event-log-handler: torch\'s handler names, default null', () => {
+    expect(run(['t.py']).eventLogHandler).toBe('null');
+    expect(run(['--event-log-handler', 'console', 't.py']).eventLogHandler).toBe('console');
+    expect(run(['t.py'], { PET_EVENT_LOG_HANDLER: 'dynamic_rendezvous' }).eventLogHandler).toBe('dynamic_rendezvous');
     expect(usageError(['--event-log-handler', 'file', 't.py']).message).toBe('--event-log-handler file: expected one of null, console, dynamic_rendezvous (the handlers torch registers)');
   });
 });

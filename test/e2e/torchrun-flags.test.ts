@@ -177,6 +177,36 @@ describe('--numa-binding', () => {
   }, 120_000);
 });
 
+describe('--event-log-handler console', () => {
+  /** torch's worker status events in an output, without what differs by launcher and run. */
+  function workerEvents(output: string) {
+    return output
+      .split('\n')
+      .filter((l) => l.startsWith('{"name": "torchelastic.worker.status.') && l.includes('"source": "WORKER"'))
+      .map((l) => {
+        const e = JSON.parse(l) as { name: string; source: string; metadata: Record<string, unknown> };
+        // run_id, hostname and rdzv_backend differ by launcher; worker_id is a pid.
+        const rest = Object.fromEntries(Object.entries(e.metadata).filter(([k]) => !['run_id', 'worker_id', 'hostname', 'rdzv_backend', 'metadata'].includes(k)));
+        const { worker_id: workerId, metadata } = e.metadata;
+        const md = JSON.parse(metadata as string) as Record<string, unknown[]>;
+        return { name: e.name, global_rank: rest.global_rank, ...rest, workerId: typeof workerId, metadata: { ...md, worker_pid: md.worker_pid!.map((p) => typeof p) } };
+      })
+      .sort((x, y) => `${x.name}${String(x.global_rank)}`.localeCompare(`${y.name}${String(y.global_rank)}`));
+  }
+
+  it.each([
+    ['a round that succeeds', [], [0, 0]],
+    ['a round whose rank 1 exits 3', ['--fail-rank', '1', '--wait-signal'], [1, 1]],
+  ] as const)('%s: the same worker status events as torchrun, one JSON line each', async (_, scriptArgs, codes) => {
+    const [tl, tr] = await both('events', { flags: ['--event-log-handler', 'console'], scriptArgs: [...scriptArgs], env: { PYTHON_EXEC: PYTHON } });
+    expect([tl.code, tr.code]).toEqual(codes);
+    const events = workerEvents(tl.output);
+    expect(events).toEqual(workerEvents(tr.output));
+    const states = events.map((e) => `${e.name.split('.').pop()} ${String(e.global_rank)}`);
+    expect(states).toEqual(scriptArgs.length ? ['FAILED 1', 'START 0', 'START 1', 'TERMINATED 0'] : ['START 0', 'START 1', 'SUCCEEDED 0', 'SUCCEEDED 1']);
+  }, 120_000);
+});
+
 describe('bad values: one line naming the flag, exit 2', () => {
   it.each([
     [['--signals-to-handle', 'SIGTERM,TERM'], '--signals-to-handle SIGTERM,TERM: TERM is not a signal'],
