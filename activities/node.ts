@@ -13,7 +13,10 @@ import path from 'node:path';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Entrypoint } from '../src/job/spec';
 import type { LaunchCheck } from '../src/agent/allow';
-import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed } from '../src/agent/env';
+import { buildCommand, buildWorkerEnv, poolWorkerBaseEnv, resolvePythonExec, timersServed, type WorkerLaunchOptions } from '../src/agent/env';
+import { withBinding } from '../src/agent/workers/numa';
+import { endEvents, startEvents, type EventContext } from '../src/agent/workers/events';
+import { readFileSync } from 'node:fs';
 import { openTimerFifo, type TimerFifo } from '../src/agent/timer/fifo';
 import { describeStuck, startWorkerGroup, stillStuck, type StuckProcesses } from '../src/agent/workers';
 import type { GroupResult, OutputOptions, Reaper } from '../src/agent/workers/types';
@@ -48,6 +51,16 @@ export interface NodeDeps {
    * workers stopped, and by `checkHealth`. Absent: every check passes.
    */
   healthCheck?: HealthCheck;
+  /**
+   * The signal the agent was stopped by, once it was (`telastic run --signals-to-handle`): from
+   * then on every stop of this node's workers sends it instead of SIGTERM, as torchrun's agent
+   * closes its workers with the signal it received.
+   */
+  stopSignal?: () => NodeJS.Signals | undefined;
+  /** `--event-log-handler console`: where torch's worker status events go, one JSON line each (events.ts). */
+  eventLog?: (line: string) => void;
+  /** Worker options of `telastic run` (torchrun's --virtual-local-rank, --numa-binding, …). */
+  workerOptions?: WorkerLaunchOptions;
   /** Per-agent scratch directory (error files). */
   runDir: string;
   reaper?: Reaper;
@@ -97,6 +110,39 @@ function alive(pid: number): boolean {
   }
 }
 
+/** torch's worker status events of one round: START now, the end when the group ends. */
+function logEvents(
+  emit: (line: string) => void,
+  a: RoundAssignment,
+  entrypoint: Entrypoint,
+  python: string,
+  workers: { localRank: number; rank: number }[],
+  group: ReturnType<typeof startWorkerGroup>,
+  errorDir: string,
+): void {
+  const ctx: EventContext = {
+    runId: a.jobId,
+    role: a.role,
+    groupRank: a.groupRank,
+    groupWorldSize: a.groupWorldSize,
+    entryPoint: path.basename(entrypoint.noPython ? entrypoint.script : python),
+    agentRestarts: a.restartCount,
+    worldSize: a.worldSize,
+  };
+  const infos = workers.map((w, i) => ({ localRank: w.localRank, rank: w.rank, pid: group.pids[i] ?? 0 }));
+  const errorData = (localRank: number): unknown => {
+    try {
+      return JSON.parse(readFileSync(path.join(errorDir, `error_${localRank}.json`), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  };
+  for (const line of startEvents(ctx, infos)) emit(line);
+  void group.wait().then((r) => {
+    for (const line of endEvents(ctx, infos, r, errorData)) emit(line);
+  });
+}
+
 export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   // The last round started here, kept after it ended: a run that adopts it gets its result.
   let current: LiveRound | null = null;
@@ -126,7 +172,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const r = current;
     current = null;
     if (!r) return;
-    await r.group.stop(reason);
+    await r.group.stop(reason, deps.stopSignal?.());
     noteStuck(r.round, await r.group.wait());
   }
 
@@ -214,14 +260,20 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     // The agent's interpreter, never the submitter's (PYTHON_EXEC is never taken from a launch).
     const python = resolvePythonExec(deps.baseEnv);
     const timerFifo = timersServed(baseEnv) ? openTimers(path.join(errorDir, 'watchdog_timer')) : undefined;
+    const wo = deps.workerOptions ?? {};
     const workers = Array.from({ length: a.localWorldSize }, (_, localRank) => {
+      const errorFile = path.join(errorDir, `error_${localRank}.json`);
       const env = buildWorkerEnv(a, localRank, {
         baseEnv,
-        errorFile: path.join(errorDir, `error_${localRank}.json`),
+        errorFile,
         timerFile: timerFifo?.path,
         progressFile: path.join(errorDir, `progress_${localRank}`),
+        virtualLocalRank: wo.virtualLocalRank,
+        signalsToHandle: wo.signalsToHandle,
       });
-      return { localRank, rank: a.rankOffset + localRank, ...buildCommand(entrypoint, localRank, python), env };
+      const cmd = buildCommand(entrypoint, localRank, python);
+      const cpus = wo.numa?.cpus[localRank];
+      return { localRank, rank: a.rankOffset + localRank, ...(cpus === undefined ? cmd : withBinding(cmd, wo.numa!.tool, cpus)), env };
     });
     const logDir = deps.output.logDir ? path.join(deps.output.logDir, a.jobId, `attempt_${a.round}`) : undefined;
     let group: ReturnType<typeof startWorkerGroup>;
@@ -242,6 +294,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     // The group closes it when it ends; a stand-in group (bench/scale-sim.ts) may not.
     if (timerFifo) void group.wait().finally(() => timerFifo.close());
     void group.wait().then((r) => noteStuck(a.round, r));
+    if (deps.eventLog) logEvents(deps.eventLog, a, entrypoint, python, workers, group, errorDir);
     current = liveRound(a.jobId, a.round, group);
     startedAt = Date.now();
     deps.log.info({ round: a.round, groupRank: a.groupRank, worldSize: a.worldSize, pids: group.pids }, 'workers started');
@@ -289,11 +342,11 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       if (err instanceof CancelledFailure && ctx.cancellationDetails?.notFound) {
         const windowMs = deps.adoptionWindowMs ?? ADOPTION_WINDOW_MS;
         deps.log.info({ round: a.round, windowMs }, 'job run closed mid-round: workers wait for its next run to adopt them');
-        live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`));
+        live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`, deps.stopSignal?.()));
         throw err;
       }
       if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');
-      await group.stop('round cancelled');
+      await group.stop('round cancelled', deps.stopSignal?.());
       throw err;
     } finally {
       clearInterval(beat);

@@ -6,6 +6,7 @@
 import type { Entrypoint } from '../job/spec';
 import type { RoundAssignment } from '../job/assignment';
 import { isAgentOnly } from './env-rules';
+import type { NumaPlan } from './workers/numa';
 
 export interface WorkerEnvOptions {
   /** The agent's environment; every worker inherits it, then gets torchrun's variables on top. */
@@ -21,6 +22,27 @@ export interface WorkerEnvOptions {
   progressFile?: string;
   /** TORCHELASTIC_RUN_ID. @default the assignment's jobId (the rendezvous id, as in torchrun) */
   jobRunId?: string;
+  /**
+   * torchrun's `--virtual-local-rank`: LOCAL_RANK=0, and CUDA_VISIBLE_DEVICES the worker's own
+   * device: entry LOCAL_RANK of the agent's CUDA_VISIBLE_DEVICES when set, else LOCAL_RANK.
+   */
+  virtualLocalRank?: boolean;
+  /**
+   * torchrun's `--signals-to-handle`, which torch puts into the agent's own environment as
+   * TORCHELASTIC_SIGNALS_TO_HANDLE, so its workers inherit it.
+   */
+  signalsToHandle?: readonly string[];
+}
+
+/** What `telastic run` passes its node activities for every worker (torchrun's worker flags). */
+export interface WorkerLaunchOptions {
+  virtualLocalRank?: boolean;
+  signalsToHandle?: readonly string[];
+  /**
+   * `--numa-binding`: the CPU list of each local rank and the command that binds it
+   * (src/agent/workers/numa.ts `planNumaBinding`); absent: no binding.
+   */
+  numa?: NumaPlan;
 }
 
 /**
@@ -60,6 +82,18 @@ export function buildWorkerEnv(a: RoundAssignment, localRank: number, opts: Work
     TELASTIC_ROUND: String(a.round),
     TELASTIC_NODE_ID: a.nodeId,
   });
+  if (opts.virtualLocalRank) {
+    // torch's LocalElasticAgent._set_local_rank_env, entry by entry.
+    env.LOCAL_RANK = '0';
+    const parent = env.CUDA_VISIBLE_DEVICES;
+    if (parent === undefined) env.CUDA_VISIBLE_DEVICES = String(localRank);
+    else {
+      const devices = parent.split(',');
+      if (localRank >= devices.length) throw new RangeError(`--virtual-local-rank: local rank ${localRank} exceeds the devices in CUDA_VISIBLE_DEVICES=${parent}`);
+      env.CUDA_VISIBLE_DEVICES = devices[localRank]!.trim();
+    }
+  }
+  if (opts.signalsToHandle !== undefined) env.TORCHELASTIC_SIGNALS_TO_HANDLE = opts.signalsToHandle.join(',');
   // torchrun sets this in its own environment when unset and nproc-per-node > 1.
   if (env.OMP_NUM_THREADS === undefined && a.localWorldSize > 1) env.OMP_NUM_THREADS = '1';
   if (opts.timerFile !== undefined) env.TORCHELASTIC_TIMER_FILE = opts.timerFile;

@@ -23,6 +23,7 @@ import { SealedPayloadError } from '../temporal/sealing';
 import { createControlWorker, createNodeWorker } from '../temporal/workers';
 import { checkpointDirPolicy, guardActivities, type AgentPolicy } from './activity-input';
 import type { AgentOutcome } from './outcome';
+import type { WorkerLaunchOptions } from './env';
 import { createReaper, killOrphans } from './workers';
 import type { OutputOptions } from './workers/types';
 import type { HealthCheck } from './health-check';
@@ -56,6 +57,12 @@ export interface RuntimeOptions {
   healthCheck?: HealthCheck;
   /** The process's metrics endpoint (--metrics-port): readiness and the agent's own series. */
   metrics?: MetricsEndpoint;
+  /** The signal the agent was stopped by, if any: its workers are stopped with it (NodeDeps). */
+  stopSignal?: () => NodeJS.Signals | undefined;
+  /** `--event-log-handler console` (NodeDeps.eventLog). */
+  eventLog?: (line: string) => void;
+  /** torchrun's worker flags of `telastic run` (NodeDeps.workerOptions). */
+  workerOptions?: WorkerLaunchOptions;
 }
 
 /** What the runtime hands its membership: the node's client, log and running activities. */
@@ -110,6 +117,9 @@ export async function runAgent(o: RuntimeOptions, m: Membership, stopSignal: Abo
     output: o.output,
     checkpointSignal: o.checkpointSignal,
     ...(o.healthCheck ? { healthCheck: o.healthCheck } : {}),
+    stopSignal: o.stopSignal,
+    workerOptions: o.workerOptions,
+    eventLog: o.eventLog,
     baseEnv: process.env,
     runDir: path.join(o.stateDir, 'errors', o.nodeId),
     reaper,

@@ -39,7 +39,7 @@ export const TORCHRUN_FLAGS: readonly RunFlag[] = [
   flag('max-restarts', 'n', 'failure restarts of the whole job before it fails (default 0)'),
   flag('monitor-interval', 'seconds', 'how often worker processes are checked (default 0.1)'),
   flag('start-method', 'method', 'accepted for compatibility and ignored (spawn, fork, forkserver)'),
-  flag('event-log-handler', 'name', 'accepted for compatibility and ignored'),
+  flag('event-log-handler', 'name', 'console prints torch\'s worker status events (START, SUCCEEDED, FAILED, TERMINATED) as JSON lines on stderr; null and dynamic_rendezvous record none (default null)'),
   flag('role', 'role', 'role of this node\'s workers (default "default")'),
   flag('module', undefined, 'run SCRIPT as a Python module, like python -m', true, 'm'),
   flag('no-python', undefined, 'run SCRIPT itself, not with python'),
@@ -48,13 +48,16 @@ export const TORCHRUN_FLAGS: readonly RunFlag[] = [
   flag('redirects', '0-3|rank:0-3,…', 'redirect worker stdout (1), stderr (2) or both (3) to files (default 0)', true, 'r'),
   flag('tee', '0-3|rank:0-3,…', 'like --redirects, and still print to the console (default 0)', true, 't'),
   flag('local-ranks-filter', 'ranks', 'only show console output of these local ranks, e.g. 0,1'),
+  flag('duplicate-stdout-filters', 'a,b,…', 'teed stdout lines containing any of these (",," for a comma) are copied to <log-dir>/<run id>/attempt_<n>/filtered_stdout.log'),
+  flag('duplicate-stderr-filters', 'a,b,…', 'the same for stderr, into filtered_stderr.log'),
   flag('node-rank', 'n', 'accepted and ignored: group ranks are assigned at each rendezvous'),
   flag('master-addr', 'addr', 'accepted and ignored: the job workflow picks MASTER_ADDR'),
   flag('master-port', 'port', 'accepted and ignored: the job workflow picks MASTER_PORT'),
   flag('local-addr', 'addr', 'address other nodes reach this one at (default: this host\'s name)'),
   flag('logs-specs', 'name', 'accepted for compatibility and ignored', false),
-  flag('numa-binding', 'mode', 'accepted for compatibility and ignored', false),
-  flag('signals-to-handle', 'signals', 'accepted for compatibility and ignored'),
+  flag('numa-binding', 'mode', 'node, socket, exclusive or core-complex: bind local rank N to the CPUs near GPU N, as torchrun (numactl, else taskset); said once and skipped where it changes nothing (node or socket on one NUMA node)', false),
+  flag('signals-to-handle', 'signals', 'signals that stop the workers with that same signal, SIGKILL after --shutdown-timeout (default SIGTERM,SIGINT,SIGHUP,SIGQUIT)'),
+  flag('virtual-local-rank', undefined, 'every worker gets LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES narrowed to its own device'),
 ];
 
 /** telastic's own flags (no PET_* variables: torchrun does not have them). */

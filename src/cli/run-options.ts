@@ -51,10 +51,7 @@ const IGNORED: Record<string, string> = {
   'master-addr': 'the job workflow sets MASTER_ADDR to group rank 0\'s address',
   'master-port': 'the job workflow sets MASTER_PORT to a port group rank 0 reserved',
   'start-method': 'workers are always spawned as separate processes',
-  'event-log-handler': 'lifecycle events go to telastic\'s own log',
   'logs-specs': 'worker logs follow --log-dir, --redirects and --tee',
-  'numa-binding': 'not supported; accepted for compatibility',
-  'signals-to-handle': 'SIGTERM, SIGINT, SIGHUP and SIGQUIT stop the workers',
 };
 
 /** `--leave-grace`: a duration (`25s`, `1m`) or 0 for none. */
@@ -65,6 +62,8 @@ function leaveGrace(raw: v.RawValue | undefined): number {
 }
 
 export const DEFAULT_LEAVE_GRACE_MS = 25_000;
+/** torchrun's `--signals-to-handle` default. */
+export const DEFAULT_SIGNALS_TO_HANDLE: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'];
 
 /**
  * `--health-check CMD` (else TELASTIC_HEALTH_CHECK) and `--health-check-timeout SECONDS` (else
@@ -132,6 +131,20 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     const raw = a.value(name);
     if (raw) notes.push(`${raw.from} ${raw.raw} ignored: ${why}`);
   }
+  const eventLogHandler = opt(v.eventLogHandlerSchema, 'event-log-handler') ?? 'null';
+  const logDir = opt(v.nonEmpty, 'log-dir');
+  const duplicate = (name: string): string[] => {
+    const filters = opt(v.commaListSchema, name) ?? [];
+    // torchrun writes them beside its worker logs, in a temporary directory without --log-dir.
+    if (filters.length > 0 && logDir === undefined) throw v.usage(a.value(name)!, 'needs --log-dir (the lines go to <log-dir>/<run id>/attempt_<n>/filtered_*.log)');
+    return filters;
+  };
+  const virtualLocalRank = a.switch('virtual-local-rank') !== undefined;
+  const visible = env.CUDA_VISIBLE_DEVICES;
+  if (virtualLocalRank && visible !== undefined && nprocPerNode > visible.split(',').length) {
+    const from = a.switch('virtual-local-rank')!.from;
+    throw new UsageError(`${from}: local rank ${visible.split(',').length} exceeds the devices in CUDA_VISIBLE_DEVICES=${visible} (--nproc-per-node ${nprocPerNode})`, from);
+  }
   const connection = compileConnectionOptions(a.connection, env, address);
   const keyWarning = apiKeyFlagWarning(a.connection);
   if (keyWarning) notes.push(keyWarning.replace(/^warning: /, ''));
@@ -149,7 +162,13 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     monitorIntervalMs: opt(v.secondsToMs('positive'), 'monitor-interval') ?? 100,
     role: opt(v.nonEmpty, 'role') ?? 'default',
     entrypoint: { script: a.script, args: a.args, module, noPython },
-    logDir: opt(v.nonEmpty, 'log-dir'),
+    logDir,
+    duplicateStdoutFilters: duplicate('duplicate-stdout-filters'),
+    duplicateStderrFilters: duplicate('duplicate-stderr-filters'),
+    signalsToHandle: opt(v.signalListSchema, 'signals-to-handle') ?? DEFAULT_SIGNALS_TO_HANDLE,
+    virtualLocalRank,
+    numaBinding: opt(v.numaModeSchema, 'numa-binding'),
+    eventLogHandler,
     redirects: opt(v.stdSpecSchema, 'redirects') ?? '0',
     tee: opt(v.stdSpecSchema, 'tee') ?? '0',
     localRanksFilter: opt(v.localRanksSchema, 'local-ranks-filter'),

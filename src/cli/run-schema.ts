@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { MetricsOptions } from '../metrics/endpoint';
 import { entrypointSchema, jobSpecSchema, joinRequestSchema, rdzvTimingSchema } from '../job/spec';
 import { connectionOptionsSchema } from './connection-options';
+import { EVENT_LOG_HANDLERS, NUMA_MODES } from '../config/values';
 
 /** The job id rules of the job spec (the workflow id), reused for `--rdzv-id`. */
 export const rdzvIdSchema = jobSpecSchema.innerType().shape.jobId;
@@ -45,6 +46,22 @@ export const runOptionsSchema = z
     role: z.string().min(1),
     entrypoint: entrypointSchema,
     logDir: z.string().min(1).optional(),
+    /** `--duplicate-stdout-filters`: teed stdout lines containing any of these go to filtered_stdout.log too. @default [] */
+    duplicateStdoutFilters: z.array(z.string()),
+    /** `--duplicate-stderr-filters`, the same for stderr (filtered_stderr.log). @default [] */
+    duplicateStderrFilters: z.array(z.string()),
+    /**
+     * `--signals-to-handle`: each stops this node's workers with that same signal (SIGKILL after
+     * the shutdown timeout) and ends the agent, as torchrun's SignalException does.
+     * @default SIGTERM, SIGINT, SIGHUP, SIGQUIT
+     */
+    signalsToHandle: z.array(z.string().regex(/^SIG[A-Z0-9]+$/)).min(1),
+    /** `--virtual-local-rank`: LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES narrowed to the worker's device. @default false */
+    virtualLocalRank: z.boolean(),
+    /** `--event-log-handler`: `console` prints torch's worker status events to stderr; the others record nothing. @default "null" */
+    eventLogHandler: z.enum(EVENT_LOG_HANDLERS),
+    /** `--numa-binding` (torch.numa.binding.AffinityMode); absent: no binding. */
+    numaBinding: z.enum(NUMA_MODES).optional(),
     /** torchrun's raw `-r` value (`0`-`3` or `rank:0-3,…`), validated, parsed elsewhere. @default "0" */
     redirects: z.string(),
     /** torchrun's raw `-t` value, same form as `redirects`. @default "0" */

@@ -17,6 +17,7 @@ import { SealingCodec } from '../temporal/sealing';
 import { openMetrics, type MetricsEndpoint } from '../metrics/endpoint';
 import { HelpRequested, UsageError } from './errors';
 import { parseRunArgs, type RunOptions } from './run-options';
+import { numaNodes, planNumaBinding, type NumaPlan } from '../agent/workers/numa';
 
 let runtimeInstalled = false;
 /**
@@ -107,6 +108,18 @@ export async function runCommand(argv: string[]): Promise<number> {
     throw err;
   }
   for (const note of o.notes) console.error(`telastic run: note: ${note}`);
+  let numa: NumaPlan | null = null;
+  if (o.numaBinding !== undefined) {
+    try {
+      numa = planNumaBinding(o.numaBinding, o.nprocPerNode, process.env);
+    } catch (err) {
+      console.error(`telastic run: --numa-binding ${o.numaBinding}: ${firstLine(err)}`);
+      return 2;
+    }
+    const nodes = numaNodes().length;
+    if (numa === null) console.error(`telastic: --numa-binding ${o.numaBinding}: ${nodes === 1 ? 'this machine has one NUMA node, so ' : ''}binding changes nothing: workers run on every CPU the agent may use`);
+    else console.error(`telastic: --numa-binding ${o.numaBinding}: local ranks bound (${numa.tool}) to CPUs ${numa.cpus.map((c, r) => `${r}:${c}`).join(' ')}`);
+  }
   let endpoint: MetricsEndpoint | null;
   try {
     endpoint = await openMetrics(o.metrics, (line) => console.error(`telastic run: ${line}`));
@@ -121,16 +134,24 @@ export async function runCommand(argv: string[]): Promise<number> {
   // SIGTERM is a preemption notice (Kubernetes, spot instances): the first asks the job for a
   // checkpoint before this node leaves, within --leave-grace; a second one, or SIGINT, leaves at
   // once. Without a checkpoint directory there is nothing to wait for: it leaves at once.
+  // Each of --signals-to-handle (torchrun's default SIGTERM,SIGINT,SIGHUP,SIGQUIT) ends the agent
+  // and stops its workers with that same signal, as torchrun's SignalException does; a signal not
+  // listed keeps its default action (the agent dies of it, and the reaper kills the workers).
   const preempt = new AbortController();
   const checkpointFirst = o.leaveGraceMs > 0 && o.checkpointDir !== undefined;
-  const onSignal = () => abort.abort();
-  const onTerm = () => {
-    if (!checkpointFirst || preempt.signal.aborted) return abort.abort();
-    console.error(`telastic: SIGTERM: node ${o.nodeId} leaves job ${o.rdzvId} after a checkpoint (grace ${o.leaveGraceMs / 1000}s); SIGTERM again to leave at once`);
-    preempt.abort();
+  let received: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (sig === 'SIGTERM' && checkpointFirst && !preempt.signal.aborted) {
+      received ??= sig;
+      console.error(`telastic: SIGTERM: node ${o.nodeId} leaves job ${o.rdzvId} after a checkpoint (grace ${o.leaveGraceMs / 1000}s); SIGTERM again to leave at once`);
+      return preempt.abort();
+    }
+    if (received === undefined || !abort.signal.aborted) console.error(`telastic: ${sig}: node ${o.nodeId} leaves job ${o.rdzvId}; its workers get ${received ?? sig}`);
+    received ??= sig;
+    abort.abort();
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onTerm);
+  const handled = o.signalsToHandle as NodeJS.Signals[];
+  for (const sig of handled) process.on(sig, onSignal);
   try {
     let connection = o.connection;
     const sealing = await sealingFor(connection);
@@ -158,7 +179,14 @@ export async function runCommand(argv: string[]): Promise<number> {
         namespace: connection.namespace,
         taskQueue: o.taskQueue,
         coordinator: o.coordinator,
-        output: { logDir: o.logDir, redirects: parseStd(o.redirects), tee: parseStd(o.tee), localRanksFilter: o.localRanksFilter },
+        output: {
+          logDir: o.logDir,
+          redirects: parseStd(o.redirects),
+          tee: parseStd(o.tee),
+          localRanksFilter: o.localRanksFilter,
+          duplicateStdoutFilters: o.duplicateStdoutFilters,
+          duplicateStderrFilters: o.duplicateStderrFilters,
+        },
         stateDir: process.env.TELASTIC_STATE_DIR ?? path.join(os.homedir(), '.telastic', 'run'),
         connection: conn,
         nativeConnection: native,
@@ -167,6 +195,9 @@ export async function runCommand(argv: string[]): Promise<number> {
         checkpointSignal: o.checkpointSignal as NodeJS.Signals,
         ...(o.healthCheck ? { healthCheck: o.healthCheck } : {}),
         metrics: endpoint ?? undefined,
+        stopSignal: () => received,
+        eventLog: o.eventLogHandler === 'console' ? (line) => process.stderr.write(`${line}\n`) : undefined,
+        workerOptions: { virtualLocalRank: o.virtualLocalRank, signalsToHandle: o.signalsToHandle, numa: numa ?? undefined },
       },
       jobMembership({ spec, searchAttributes: sa, uiUrl: server?.uiUrl ?? process.env.TELASTIC_UI_URL, leaveGraceMs: o.leaveGraceMs, preemptSignal: preempt.signal }),
       abort.signal,
@@ -181,8 +212,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     console.error(`telastic run: ${firstLine(err)}`);
     return err instanceof UsageError ? 2 : 1; // a bad key file
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onTerm);
+    for (const sig of handled) process.off(sig, onSignal);
     await server?.stop();
     await codec?.close();
     await endpoint?.close();

@@ -168,3 +168,34 @@ export const catchableSignalSchema = z.string().transform((s, ctx) => {
   }
   return name as NodeJS.Signals;
 });
+
+/**
+ * `--signals-to-handle SIGTERM,SIGINT,…`: signal names as Python's `getattr(signal, name.strip())`
+ * takes them (exact, with the SIG prefix). torch logs and skips a name it does not know; here it
+ * is an error, as is SIGKILL or SIGSTOP (which torch's `signal.signal` rejects with a crash).
+ */
+export const signalListSchema = z.string().transform((s, ctx) => {
+  const names = s.split(',').map((n) => n.trim());
+  const bad = names.find((n) => !/^SIG[A-Z0-9]+$/.test(n) || !(n in os.constants.signals) || n === 'SIGKILL' || n === 'SIGSTOP');
+  if (bad !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `${bad === '' ? 'empty signal name' : `${bad} is not a signal a process can catch`}: expected names such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1` });
+    return z.NEVER;
+  }
+  return [...new Set(names)] as NodeJS.Signals[];
+});
+
+/**
+ * torchrun's `comma_separated_list` (`--duplicate-stdout-filters`): split at commas, `,,` stands
+ * for a comma inside an item. As in torch, an empty string is one empty filter, which every line
+ * matches.
+ */
+export const commaListSchema = z.string().transform((s) => s.replace(/,,/g, '\0').split(',').map((item) => item.replace(/\0/g, ',')));
+
+/** `--numa-binding`: torch.numa.binding.AffinityMode's values. */
+export const NUMA_MODES = ['node', 'socket', 'exclusive', 'core-complex'] as const;
+export type NumaMode = (typeof NUMA_MODES)[number];
+export const numaModeSchema = z.enum(NUMA_MODES, { errorMap: () => ({ message: `expected one of ${NUMA_MODES.join(', ')}` }) });
+
+/** `--event-log-handler`: the names torch.distributed.elastic.events.handlers registers. */
+export const EVENT_LOG_HANDLERS = ['null', 'console', 'dynamic_rendezvous'] as const;
+export const eventLogHandlerSchema = z.enum(EVENT_LOG_HANDLERS, { errorMap: () => ({ message: `expected one of ${EVENT_LOG_HANDLERS.join(', ')} (the handlers torch registers)` }) });

@@ -97,6 +97,23 @@ describe('buildWorkerEnv', () => {
     expect(buildWorkerEnv(nodeB, 0, { baseEnv: base, errorFile: '/e' })).not.toHaveProperty('TORCHELASTIC_TIMER_FILE');
   });
 
+  it('--virtual-local-rank: LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES narrowed to the worker\'s entry (torch\'s _set_local_rank_env)', () => {
+    const env = (localRank: number, baseEnv: Record<string, string | undefined>) =>
+      buildWorkerEnv(nodeB, localRank, { baseEnv, errorFile: '/e', virtualLocalRank: true });
+    expect([0, 1].map((r) => [env(r, base).LOCAL_RANK, env(r, base).CUDA_VISIBLE_DEVICES])).toEqual([['0', '0'], ['0', '1']]);
+    expect(env(1, { CUDA_VISIBLE_DEVICES: '4, 6' }).CUDA_VISIBLE_DEVICES).toBe('6'); // stripped, as torch
+    expect(env(1, { CUDA_VISIBLE_DEVICES: 'GPU-a,GPU-b' }).CUDA_VISIBLE_DEVICES).toBe('GPU-b');
+    expect(() => env(1, { CUDA_VISIBLE_DEVICES: '4' })).toThrow('--virtual-local-rank: local rank 1 exceeds the devices in CUDA_VISIBLE_DEVICES=4');
+    // Without it, both are left as they were: the local rank and the agent's devices.
+    const plain = buildWorkerEnv(nodeB, 1, { baseEnv: { CUDA_VISIBLE_DEVICES: '4,6' }, errorFile: '/e' });
+    expect([plain.LOCAL_RANK, plain.CUDA_VISIBLE_DEVICES]).toEqual(['1', '4,6']);
+  });
+
+  it('TORCHELASTIC_SIGNALS_TO_HANDLE: the --signals-to-handle list, as torch puts it in the agent\'s environment', () => {
+    expect(buildWorkerEnv(nodeB, 0, { baseEnv: base, errorFile: '/e', signalsToHandle: ['SIGTERM', 'SIGUSR1'] }).TORCHELASTIC_SIGNALS_TO_HANDLE).toBe('SIGTERM,SIGUSR1');
+    expect(buildWorkerEnv(nodeB, 0, { baseEnv: base, errorFile: '/e' }).TORCHELASTIC_SIGNALS_TO_HANDLE).toBeUndefined();
+  });
+
   it('rejects a local rank outside the node', () => {
     expect(() => buildWorkerEnv(nodeB, 2, { baseEnv: {}, errorFile: 'e' })).toThrow('localRank 2 is outside 0..1');
   });

@@ -35,6 +35,11 @@ describe('defaults are torchrun\'s', () => {
       entrypoint: { script: 'train.py', args: [], module: false, noPython: false },
       redirects: '0',
       tee: '0',
+      duplicateStdoutFilters: [],
+      duplicateStderrFilters: [],
+      signalsToHandle: ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'],
+      virtualLocalRank: false,
+      eventLogHandler: 'null',
       shutdownTimeoutMs: 30_000,
       nodeId: 'host-a-42',
       coordinator: true,
@@ -47,7 +52,7 @@ describe('defaults are torchrun\'s', () => {
 
   it('leaves the optional fields out', () => {
     const o = run(['train.py']);
-    for (const k of ['logDir', 'localRanksFilter', 'localAddr', 'checkpointDir', 'keepCheckpoints'] as const) {
+    for (const k of ['logDir', 'localRanksFilter', 'localAddr', 'checkpointDir', 'keepCheckpoints', 'numaBinding'] as const) {
       expect(o[k]).toBeUndefined();
     }
     expect(o.connection.tls).toBeUndefined();
@@ -360,9 +365,52 @@ describe('accepted and ignored', () => {
     expect(o.notes.join('\n')).toContain('--master-addr 10.0.0.1 ignored');
   });
 
-  it('accepts torchrun\'s other flags', () => {
-    const o = run(['--event-log-handler', 'null', '--logs-specs', 'x', '--numa-binding', 'node', '--signals-to-handle', 'SIGTERM', 't.py']);
-    expect(o.notes).toHaveLength(4);
+  it('accepts --logs-specs with a note', () => {
+    const o = run(['--event-log-handler', 'null', '--logs-specs', 'x', 't.py']);
+    expect(o.notes).toEqual(['--logs-specs x ignored: worker logs follow --log-dir, --redirects and --tee']);
+  });
+});
+
+describe('torchrun\'s worker flags', () => {
+  it('--signals-to-handle: a list of signal names, blanks trimmed, flag or PET_SIGNALS_TO_HANDLE', () => {
+    expect(run(['--signals-to-handle', 'SIGTERM, SIGUSR1', 't.py']).signalsToHandle).toEqual(['SIGTERM', 'SIGUSR1']);
+    expect(run(['t.py'], { PET_SIGNALS_TO_HANDLE: 'SIGHUP' }).signalsToHandle).toEqual(['SIGHUP']);
+    expect(usageError(['--signals-to-handle', 'SIGTERM,TERM', 't.py']).message).toBe(
+      '--signals-to-handle SIGTERM,TERM: TERM is not a signal a process can catch: expected names such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1',
+    );
+    expect(usageError(['--signals_to_handle=SIGKILL', 't.py']).message).toMatch(/^--signals-to-handle SIGKILL: SIGKILL is not a signal/);
+    expect(usageError(['--signals-to-handle', 'SIGTERM,', 't.py']).message).toMatch(/: empty signal name/);
+  });
+
+  it('--virtual-local-rank: a switch; more local ranks than CUDA_VISIBLE_DEVICES lists is refused', () => {
+    expect(run(['--virtual-local-rank', 't.py']).virtualLocalRank).toBe(true);
+    expect(run(['t.py'], { PET_VIRTUAL_LOCAL_RANK: '1' }).virtualLocalRank).toBe(true);
+    expect(run(['--nproc-per-node', '2', '--virtual-local-rank', 't.py'], { CUDA_VISIBLE_DEVICES: '3,5' }).virtualLocalRank).toBe(true);
+    expect(usageError(['--nproc-per-node', '3', '--virtual-local-rank', 't.py'], { CUDA_VISIBLE_DEVICES: '3,5' }).message).toBe(
+      '--virtual-local-rank: local rank 2 exceeds the devices in CUDA_VISIBLE_DEVICES=3,5 (--nproc-per-node 3)',
+    );
+  });
+
+  it('--numa-binding: torch\'s AffinityMode values', () => {
+    expect(run(['--numa-binding', 'core-complex', 't.py']).numaBinding).toBe('core-complex');
+    expect(usageError(['--numa_binding', 'cores', 't.py']).message).toBe('--numa-binding cores: expected one of node, socket, exclusive, core-complex');
+  });
+
+  it('--duplicate-*-filters: torch\'s comma list (",," is a comma); they need --log-dir', () => {
+    const o = run(['--log-dir', 'logs', '--duplicate-stdout-filters', 'apple,orange,,pear', '--duplicate_stderr_filters=', 't.py']);
+    expect(o.duplicateStdoutFilters).toEqual(['apple', 'orange,pear']);
+    expect(o.duplicateStderrFilters).toEqual(['']); // as torch: one empty filter, which every line matches
+    expect(run(['--log-dir', 'logs', 't.py'], { PET_DUPLICATE_STDERR_FILTERS: 'loss' }).duplicateStderrFilters).toEqual(['loss']);
+    expect(usageError(['--duplicate-stdout-filters', 'apple', 't.py']).message).toBe(
+      '--duplicate-stdout-filters apple: needs --log-dir (the lines go to <log-dir>/<run id>/attempt_<n>/filtered_*.log)',
+    );
+  });
+
+  it('--event-log-handler: torch\'s handler names, default null', () => {
+    expect(run(['t.py']).eventLogHandler).toBe('null');
+    expect(run(['--event-log-handler', 'console', 't.py']).eventLogHandler).toBe('console');
+    expect(run(['t.py'], { PET_EVENT_LOG_HANDLER: 'dynamic_rendezvous' }).eventLogHandler).toBe('dynamic_rendezvous');
+    expect(usageError(['--event-log-handler', 'file', 't.py']).message).toBe('--event-log-handler file: expected one of null, console, dynamic_rendezvous (the handlers torch registers)');
   });
 });
 

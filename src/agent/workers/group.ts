@@ -12,6 +12,7 @@ import type { ChildProcess } from 'child_process';
 import { rmSync } from 'fs';
 import { catchesSignal } from './catches';
 import { readErrorFileMessage } from './error-file';
+import { openFiltered, type FilteredOutputs } from './filtered';
 import { prepareOutput, type WorkerOutput } from './output';
 import { liveMembers, terminateGroups } from './process-group';
 import type { StuckProcesses } from './stuck';
@@ -47,10 +48,13 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
 
   // Prepare every output first: a bad log dir must fail the start before any process runs.
   const outputs: WorkerOutput[] = [];
+  let filtered: FilteredOutputs | null = null;
   try {
-    for (const spec of opts.workers) outputs.push(prepareOutput(spec, opts.output));
+    filtered = openFiltered(opts.output);
+    for (const spec of opts.workers) outputs.push(prepareOutput(spec, opts.output, filtered));
   } catch (err) {
     for (const o of outputs) void o.close(0);
+    void filtered?.close();
     throw err;
   }
   const workers: Running[] = opts.workers.map((spec, i) => {
@@ -74,7 +78,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
     }
   };
 
-  const finish = (state: GroupResult['state'], reason: string | null = null): Promise<GroupResult> => {
+  const finish = (state: GroupResult['state'], reason: string | null = null, signal: NodeJS.Signals = 'SIGTERM'): Promise<GroupResult> => {
     if (done !== null) return done;
     stopping = true;
     watchdog?.stop();
@@ -83,7 +87,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
       await Promise.resolve(); // a failure during the start loop: let it finish recording pids first
       const pgids = workers.filter((w) => w.pid > 0).map((w) => w.pid);
       const killWaitMs = opts.killWaitMs ?? Math.max(opts.shutdownTimeoutMs, 5_000);
-      const stuckGroups = await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs, killWaitMs);
+      const stuckGroups = await terminateGroups(pgids, opts.shutdownTimeoutMs, pollMs, killWaitMs, signal);
       // Asleep in the kernel (state D, a frozen cgroup): no signal ends them; the group ends without them.
       const members = liveMembers(stuckGroups);
       const stuck: StuckProcesses | null = members.length > 0 ? { processes: members, afterKillMs: killWaitMs, pgids: stuckGroups } : null;
@@ -92,6 +96,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
       const stuckPids = new Set(members.map((m) => m.pid));
       await Promise.race([Promise.all(workers.filter((w) => !stuckPids.has(w.pid)).map((w) => w.exited)), delay(5_000)]);
       await Promise.all(workers.map((w) => w.output.close(1_000)));
+      await filtered?.close();
       opts.timerFifo?.close();
       // Stuck groups stay tracked: should they ever wake after the agent died, the reaper ends them.
       for (const pgid of pgids) if (!stuckGroups.includes(pgid)) opts.reaper?.untrack(pgid);
@@ -172,8 +177,8 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
   return {
     pids: workers.filter((w) => w.pid > 0).map((w) => w.pid),
     wait: () => result,
-    async stop(reason?: string) {
-      await finish('stopped', reason ?? null);
+    async stop(reason?: string, signal?: NodeJS.Signals) {
+      await finish('stopped', reason ?? null, signal);
     },
     progress: () => progress?.report() ?? { ageMs: null, step: null, runningMs: Date.now() - (workers[0]?.startedAt ?? Date.now()) },
     signal(sig: NodeJS.Signals): number {

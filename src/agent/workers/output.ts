@@ -9,6 +9,7 @@ import type { ChildProcess, StdioNull, StdioPipe } from 'child_process';
 import { closeSync, createWriteStream, mkdirSync, openSync, type WriteStream } from 'fs';
 import type { Readable } from 'stream';
 import { lastLine, lastLineOfFile } from './error-file';
+import type { FilteredFile } from './filtered';
 import { workerLogPaths } from './layout';
 import { routeStreams, type StreamRoute } from './std';
 import type { OutputOptions, WorkerSpec } from './types';
@@ -44,7 +45,8 @@ function open(route: StreamRoute, keepPiped: boolean): Stream {
   return { stdio: piped ? 'pipe' : 'ignore', route, fd: null, file };
 }
 
-export function prepareOutput(w: WorkerSpec, output: OutputOptions): WorkerOutput {
+/** `filtered`: the attempt's --duplicate-*-filters files (filtered.ts), fed the teed lines. */
+export function prepareOutput(w: WorkerSpec, output: OutputOptions, filtered?: { stdout: FilteredFile | null; stderr: FilteredFile | null }): WorkerOutput {
   const paths = workerLogPaths(output.logDir ?? '', w.localRank);
   const routes = routeStreams(output, w.localRank, paths);
   if (routes.stdout.file !== null || routes.stderr.file !== null) mkdirSync(paths.dir, { recursive: true });
@@ -57,12 +59,15 @@ export function prepareOutput(w: WorkerSpec, output: OutputOptions): WorkerOutpu
   let errTail: string | null = null;
   const ended: Promise<void>[] = [];
 
-  const pump = (src: Readable | null, s: Stream, dest: NodeJS.WritableStream, onLine?: (l: string) => void) => {
+  const pump = (src: Readable | null, s: Stream, dest: NodeJS.WritableStream, dup: FilteredFile | null | undefined, onLine?: (l: string) => void) => {
     if (src === null) return;
     let partial = '';
+    // torch tails only teed streams into the filtered files: in a file and on the console.
+    const teed = s.route.file !== null && s.route.console ? dup : null;
     const emit = (line: string) => {
       onLine?.(line);
       if (s.route.console) dest.write(`${prefix}${line}\n`);
+      teed?.offer(`${prefix}${line}`);
     };
     src.setEncoding('utf8');
     src.on('data', (chunk: string) => {
@@ -89,8 +94,8 @@ export function prepareOutput(w: WorkerSpec, output: OutputOptions): WorkerOutpu
         if (s.fd !== null) closeSync(s.fd);
         s.fd = null;
       }
-      pump(child.stdout, out, consoleOut.stdout);
-      pump(child.stderr, err, consoleOut.stderr, (line) => {
+      pump(child.stdout, out, consoleOut.stdout, filtered?.stdout);
+      pump(child.stderr, err, consoleOut.stderr, filtered?.stderr, (line) => {
         errTail = lastLine(line) ?? errTail;
       });
     },

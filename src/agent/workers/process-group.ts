@@ -88,8 +88,9 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * SIGTERM (and SIGCONT, so a stopped process can act on it) to each group with a live member,
- * SIGKILL to those still alive after `graceMs`. Resolves when none is alive, or with the groups
+ * `signal` (SIGTERM, or the signal the agent received: --signals-to-handle) and SIGCONT, so a
+ * stopped process can act on it, to each group with a live member, SIGKILL to those still alive
+ * after `graceMs`. Resolves when none is alive, or with the groups
  * that even SIGKILL did not end within `killWaitMs` (a process stuck in the kernel).
  */
 export async function terminateGroups(
@@ -97,10 +98,11 @@ export async function terminateGroups(
   graceMs: number,
   pollMs: number,
   killWaitMs = 5_000,
+  signal: NodeJS.Signals = 'SIGTERM',
 ): Promise<number[]> {
   let rest = [...liveGroups(pgids)];
   for (const g of rest) {
-    signalGroup(g, 'SIGTERM');
+    signalGroup(g, signal);
     signalGroup(g, 'SIGCONT');
   }
   const until = async (deadline: number) => {

@@ -43,6 +43,13 @@ export interface OutputOptions {
   tee: StdSpec;
   /** Only these local ranks reach the console; the files are written all the same. */
   localRanksFilter?: number[];
+  /**
+   * torchrun's `--duplicate-stdout-filters`: teed stdout lines containing any of these are copied
+   * to `<logDir>/filtered_stdout.log` (filtered.ts). Empty or absent: no file.
+   */
+  duplicateStdoutFilters?: readonly string[];
+  /** The same for stderr, into `<logDir>/filtered_stderr.log`. */
+  duplicateStderrFilters?: readonly string[];
   /** Where console lines go, each prefixed `[rank<global rank>]:`. @default process.stdout/stderr */
   console?: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
 }
@@ -134,10 +141,11 @@ export interface WorkerGroup {
    */
   wait(): Promise<GroupResult>;
   /**
-   * SIGTERM every worker's process group, SIGKILL after `shutdownTimeoutMs`; resolves when no
-   * process of the group is left. A no-op on a group that has already ended.
+   * `signal` (default SIGTERM) to every worker's process group, SIGKILL after
+   * `shutdownTimeoutMs`; resolves when no process of the group is left. A no-op on a group that
+   * has already ended.
    */
-  stop(reason?: string): Promise<void>;
+  stop(reason?: string, signal?: NodeJS.Signals): Promise<void>;
   /**
    * Send `signal` to each worker still running that handles it (the worker process itself, not
    * its process group: a data loader's children need not handle it; a worker without a handler

@@ -1,5 +1,5 @@
 /** A worker group of real processes and real signals: success, first failure, stop, grandchildren. */
-import { writeFileSync } from 'fs';
+import { readFileSync, writeFileSync } from 'fs';
 import { join } from 'path';
 import { startWorkerGroup, Std, type GroupOptions, type WorkerSpec } from '../../../src/agent/workers';
 import { alive, captureConsole, readWhenWritten, removeTempDirs, shWorker, tempDir } from '../helpers';
@@ -86,6 +86,18 @@ describe('startWorkerGroup', () => {
       ['SIGKILL', true],
     ]);
     for (const pid of g.pids) expect(alive(pid)).toBe(false);
+  });
+
+  it('stop(reason, signal) sends that signal to each process group (--signals-to-handle), SIGKILL after the grace', async () => {
+    const dir = tempDir();
+    const script = (lr: number) => `trap 'echo HUP > ${dir}/got${lr}; exit 0' HUP; trap '' TERM; sleep 1000 & echo ready > ${dir}/ready${lr}; wait`;
+    const g = group([shWorker(0, script(0)), shWorker(1, script(1))]);
+    await Promise.all([0, 1].map((lr) => readWhenWritten(join(dir, `ready${lr}`))));
+    await g.stop('agent got SIGHUP', 'SIGHUP');
+    const r = await g.wait();
+    expect(r).toMatchObject({ state: 'stopped', reason: 'agent got SIGHUP' });
+    expect([0, 1].map((lr) => readFileSync(join(dir, `got${lr}`), 'utf8'))).toEqual(['HUP\n', 'HUP\n']);
+    expect(r.exits.map((e) => [e.exitCode, e.stopped])).toEqual([[0, true], [0, true]]);
   });
 
   it('stop() takes the grandchildren with it', async () => {

@@ -41,6 +41,19 @@ describe('worker output', () => {
     expect(read(workerLogPaths(logDir, 0).stderr)).toBe('err0\n');
   });
 
+  it('--duplicate-*-filters: matching teed lines of every local rank go to the attempt\'s filtered_std{out,err}.log', async () => {
+    const logDir = attemptLogDir(tempDir(), 'job1', 3);
+    const script = (lr: number) => shWorker(lr, `echo apple${lr}; echo pear${lr}; echo kiwi${lr} >&2`);
+    // Rank 0 tees both streams, rank 1 only stderr; rank 1's stdout is not teed, so never filtered.
+    await run({ logDir, redirects: Std.NONE, tee: parseStd('0:3,1:2'), duplicateStdoutFilters: ['apple'], duplicateStderrFilters: ['kiwi'] }, script);
+    expect(read(`${logDir}/filtered_stdout.log`)).toBe('[rank10]:apple0\n');
+    expect(read(`${logDir}/filtered_stderr.log`)!.split('\n').filter(Boolean).sort()).toEqual(['[rank10]:kiwi0', '[rank11]:kiwi1']);
+    // No filters, no file; filters and nothing teed: an empty file, as torch.
+    const plain = attemptLogDir(tempDir(), 'job1', 4);
+    await run({ logDir: plain, redirects: Std.ALL, tee: Std.NONE, duplicateStdoutFilters: ['apple'] }, script);
+    expect([read(`${plain}/filtered_stdout.log`), read(`${plain}/filtered_stderr.log`)]).toEqual(['', null]);
+  });
+
   it('takes a failure message from a redirected stderr.log', async () => {
     const logDir = attemptLogDir(tempDir(), 'job1', 2);
     const { result, text } = await run({ logDir, redirects: Std.ALL, tee: Std.NONE }, (lr) =>
