@@ -48,7 +48,7 @@ if [ -f "$KUBE_DIR/.complete" ] && [ -x "$HELM_DIR/helm" ]; then echo "$KUBE_DIR
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="/usr/local/go/bin:$PATH"; fi
 command -v go >/dev/null || { say "building Kubernetes and Helm needs Go (any version that can fetch go1.27.3 from the Go module proxy)"; exit 1; }
 export GOTOOLCHAIN=go1.27.3 GOFLAGS=-trimpath CGO_ENABLED=0
-say "building Kubernetes v$VERSION (kube-apiserver, kubelet, kube-controller-manager, kube-scheduler) and Helm v$HELM_VERSION from source with Go into $CACHE (first time only: about half an hour at low priority on two cores, Kubernetes is a few million lines of Go)"
+say "building Kubernetes v$VERSION (kube-apiserver, kubelet, kube-controller-manager, kube-scheduler) and Helm v$HELM_VERSION from source with Go into $CACHE (first time only: about 10 minutes at low priority, Kubernetes is a few million lines of Go)"
 mkdir -p "$CACHE"
 TMP=$(mktemp -d "$CACHE/.kubernetes-$VERSION.XXXXXX")
 trap 'chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
