@@ -85,6 +85,29 @@ test('a pod on the bridge gets its own address, which the host reaches', async (
   expect(body).toBe('pod web');
 });
 
+test('a pod reaches the API server at apiServer with its service account token, and RBAC answers', async () => {
+  // What an in-cluster client (@kubernetes/client-node's loadFromCluster) reads: the token and CA
+  // mounted by the kubelet, KUBERNETES_SERVICE_HOST/PORT (set here: ClusterIPs are not routed).
+  const client = [
+    "const fs = require('fs'); const d = '/var/run/secrets/kubernetes.io/serviceaccount/';",
+    "require('https').get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: '/api/v1/namespaces/default/pods',",
+    "  ca: fs.readFileSync(d + 'ca.crt'), headers: { authorization: 'Bearer ' + fs.readFileSync(d + 'token', 'utf8') } },",
+    "  (r) => { let b = ''; r.on('data', (c) => (b += c)); r.on('end', () => console.log(r.statusCode, JSON.parse(b).message)); });",
+  ].join('\n');
+  const url = new URL(k.apiServer);
+  await k.must(['apply', '-f', '-'], { input: pod('incluster', { automountServiceAccountToken: true, containers: [{
+    name: 'client', image: 'telastic:test', imagePullPolicy: 'Never', command: ['node', '-e', client],
+    env: [{ name: 'KUBERNETES_SERVICE_HOST', value: url.hostname }, { name: 'KUBERNETES_SERVICE_PORT', value: url.port }],
+  }] }) });
+  await waitFor('pod incluster Succeeded', async () => {
+    const p = await phase('incluster');
+    if (p === 'Failed') throw new Error(`pod incluster failed: ${await k.must(['logs', 'incluster'])}`);
+    return p === 'Succeeded';
+  }, 120_000, 500);
+  expect((await k.must(['logs', 'incluster'])).trim()).toBe(
+    '403 pods is forbidden: User "system:serviceaccount:default:default" cannot list resource "pods" in API group "" in the namespace "default"');
+});
+
 test('stop() leaves nothing: processes, mounts, the bridge and its routes, the directory', async () => {
   const { dir, bridge, podCidr } = k;
   expect(processesOf(dir).length).toBeGreaterThan(0); // the check below can see what it looks for

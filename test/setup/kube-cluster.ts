@@ -150,10 +150,9 @@ export async function startCluster(): Promise<KubeCluster> {
     for (const c of [...COMPONENTS].reverse()) {
       const p = procs.get(c);
       if (!p) continue;
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill(c === 'etcd' || c === 'containerd' ? 'SIGTERM' : 'SIGKILL');
-      const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+      // SIGKILL: all their state is thrown away with the directory.
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
       await p.exited;
-      clearTimeout(timer);
     }
     removeEverything(dir, net.bridge);
   };
