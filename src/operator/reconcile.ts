@@ -65,7 +65,11 @@ export function reconcile(o: Observed, env: PodEnvironment): Action[] {
   };
   if (final) return [...actions, ...statusPatch(job, want)];
 
-  return [...actions, ...podActions(o, spec, pods, live, status, env), ...statusPatch(job, want)];
+  const changes = podActions(o, spec, pods, live, status, env);
+  // `.status.replicas` as the pass leaves them: live pods, less those it deletes, plus those it creates.
+  const deleted = new Set(changes.filter((a) => a.kind === 'deletePod').map((a) => (a as { name: string }).name));
+  const replicas = live.filter((p) => !deleted.has(p.name)).length + changes.filter((a) => a.kind === 'createPod').length;
+  return [...actions, ...changes, ...statusPatch(job, { ...want, replicas })];
 }
 
 function podActions(o: Observed, spec: TelasticJobSpec, pods: PodView[], live: PodView[], status: JobStatus | null, env: PodEnvironment) {

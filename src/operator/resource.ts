@@ -35,7 +35,7 @@ export const telasticJobSpecSchema = z
       .array(z.string().max(4096))
       .min(1)
       .max(1000)
-      .refine((c) => c[0].length > 0 && !c[0].startsWith('-'), 'the first item is the script (or module with module: true): not empty, not a flag'),
+      .refine((c) => c.length === 0 || (c[0].length > 0 && !c[0].startsWith('-')), 'the first item is the script (or module with module: true): not empty, not a flag'),
     module: z.boolean().optional(),
     noPython: z.boolean().optional(),
     nnodes: z
