@@ -6,8 +6,7 @@
  * installed without its schema, an older version), and what a bad spec's condition and event say.
  */
 import { z } from 'zod';
-import { compileRdzvConf } from '../cli/rdzv-conf';
-import { describeZodError, type JobSpecInput } from '../job/spec';
+import { describeZodError, type JobSpecInput, type RdzvTiming } from '../job/spec';
 import type { TelasticJob } from './types';
 
 /** Kubernetes' resource.Quantity, as its own CRDs spell the pattern. */
@@ -112,13 +111,27 @@ export function leaveGraceSeconds(spec: TelasticJobSpec): number {
   return Math.max(0, spec.terminationGracePeriodSeconds - 5);
 }
 
+/** `rdzvConf` in milliseconds, as `telastic run` compiles `--rdzv-conf` (src/config/values.ts secondsToMs); absent keys take the job spec's defaults. */
+export function rdzvTiming(spec: TelasticJobSpec): Partial<RdzvTiming> {
+  const c = spec.rdzvConf ?? {};
+  const ms = (s: number | undefined, positive = true) => (s === undefined ? undefined : positive ? Math.max(1, Math.round(s * 1000)) : Math.round(s * 1000));
+  const out: Partial<RdzvTiming> = {
+    joinTimeoutMs: ms(c.join_timeout),
+    lastCallTimeoutMs: ms(c.last_call_timeout, false),
+    heartbeatTimeoutMs: ms(c.heartbeat_timeout),
+    prepareTimeoutMs: ms(c.prepare_timeout),
+    unusableTimeoutMs: ms(c.unusable_timeout),
+    groupSize: c.group_size,
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}
+
 /**
  * The job spec the workflow starts with: minNodes from nnodes.min, maxNodes = the pods wanted (a
- * scale of `.spec.replicas` moves it), the rendezvous timing compiled as `telastic run` compiles
- * `--rdzv-conf`, so the operator's start and its pods' own agree.
+ * scale of `.spec.replicas` moves it), the rendezvous timing as the pods' own `--rdzv-conf`
+ * compiles (test/operator/pod.test.ts holds the two together).
  */
 export function toJobSpec(job: TelasticJob, spec: TelasticJobSpec): JobSpecInput {
-  const { rdzv } = compileRdzvConf({ raw: rdzvConfArg(spec), from: 'spec.rdzvConf' });
   return {
     jobId: jobIdOf(job),
     minNodes: spec.nnodes.min,
@@ -126,7 +139,7 @@ export function toJobSpec(job: TelasticJob, spec: TelasticJobSpec): JobSpecInput
     nprocPerNode: spec.nprocPerNode,
     maxRestarts: spec.maxRestarts,
     entrypoint: { script: spec.command[0], args: spec.command.slice(1), module: spec.module ?? false, noPython: spec.noPython ?? false },
-    rdzv,
+    rdzv: rdzvTiming(spec),
     ...(spec.checkpoint ? { checkpointDir: spec.checkpoint.mountPath, ...(spec.checkpoint.keep ? { keepCheckpoints: spec.checkpoint.keep } : {}) } : {}),
   };
 }

@@ -12,7 +12,6 @@ import { jobSpecSchema } from '../../src/job/spec';
 import { parseSpec, telasticJobSpecSchema, toJobSpec } from '../../src/operator/resource';
 import { job, minimalSpec } from './fixtures';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const yaml = require('js-yaml') as { load(text: string): unknown };
 type Schema = Record<string, unknown>;
 
@@ -206,7 +205,7 @@ describe('toJobSpec', () => {
       nprocPerNode: 4,
       maxRestarts: 3,
       entrypoint: { script: 'train.py', args: ['--epochs', '3'], module: false, noPython: false },
-      rdzv: { joinTimeoutMs: 60_000, lastCallTimeoutMs: 500, heartbeatTimeoutMs: 10_000, prepareTimeoutMs: 5_000, groupSize: 64 },
+      rdzv: { joinTimeoutMs: 60_000, lastCallTimeoutMs: 500 },
       checkpointDir: '/checkpoints',
       keepCheckpoints: 2,
     });
