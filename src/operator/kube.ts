@@ -98,14 +98,22 @@ export class Kube {
     ];
     let stopped = false;
     const aborts: AbortController[] = [];
+    const failures = new Map<string, number>();
     const start = (path: string, query: Record<string, string>): void => {
       if (stopped) return;
       const again = (err: unknown) => {
         if (stopped) return;
-        if (err) onError(`watch ${path}: ${(err as Error).message ?? String(err)}; watching again in 1s`);
-        setTimeout(() => start(path, query), 1000).unref();
+        // One line per outage, then a capped backoff (1 s doubling to 30 s); a watch the server ended is started again at once.
+        const n = err ? (failures.get(path) ?? 0) + 1 : 0;
+        failures.set(path, n);
+        if (n === 1) onError(`watch ${path}: ${(err as Error).message ?? String(err)}; watching again with a backoff (up to 30s), said once`);
+        setTimeout(() => start(path, query), n === 0 ? 0 : Math.min(30_000, 1000 * 2 ** (n - 1))).unref();
       };
-      w.watch(path, query, () => onChange(), again).then((a) => aborts.push(a), again);
+      const onEvent = () => {
+        failures.set(path, 0);
+        onChange();
+      };
+      w.watch(path, query, onEvent, again).then((a) => aborts.push(a), again);
     };
     for (const [path, query] of paths) start(path, query);
     return () => {

@@ -44,11 +44,16 @@ export async function runOperator(o: OperatorOptions): Promise<void> {
 
   const election = (async () => {
     let was = false;
+    let failing = false;
     while (!o.signal.aborted) {
       try {
         if (await o.kube.electOnce(o.lease.namespace, o.lease.name, o.identity, Date.now(), o.lease.timing)) lastRenew = Date.now();
+        if (failing) o.log.info('lease: the API server answers again');
+        failing = false;
       } catch (err) {
-        o.log.warn({ err: String(err) }, 'lease: could not read or renew');
+        // Said once per outage: the API server may be restarting.
+        if (!failing) o.log.warn(`lease ${o.lease.namespace}/${o.lease.name}: could not read or renew (${String(err).split('\n')[0]}); trying every ${o.lease.timing.retryPeriodMs / 1000}s`);
+        failing = true;
       }
       if (leading() !== was) {
         was = !was;
