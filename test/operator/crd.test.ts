@@ -192,6 +192,15 @@ describe('the CRD', () => {
   });
 });
 
+describe('examples/telasticjob.yaml', () => {
+  it('is valid for the CRD and for zod', () => {
+    const example = yaml.load(fs.readFileSync(path.join(__dirname, '../../examples/telasticjob.yaml'), 'utf8')) as { apiVersion: string; kind: string; spec: unknown };
+    expect(example).toMatchObject({ apiVersion: 'telastic.dev/v1alpha1', kind: 'TelasticJob' });
+    expect(validate(example.spec)).toBe(true);
+    expect(zodField(example.spec)).toBeNull();
+  });
+});
+
 describe('toJobSpec', () => {
   it('takes minNodes from nnodes.min, maxNodes from replicas (default nnodes.max), and compiles rdzvConf as --rdzv-conf', () => {
     const spec = { ...m(), nnodes: { min: 2, max: 8 }, nprocPerNode: 4, maxRestarts: 3, rdzvConf: { join_timeout: 60, last_call_timeout: 0.5 }, checkpoint: { volume: { emptyDir: {} }, keep: 2 } };
