@@ -184,11 +184,15 @@ describe('the CRD', () => {
     expect(parseSpec(job({}, undefined, { name: 'n'.repeat(52) })).ok).toBe(true);
   });
 
-  it('fixes every field but replicas once the job exists (transition rules)', () => {
+  it('fixes every field but replicas, env, resources and scheduling once the job exists (transition rules)', () => {
     const fixed = Object.entries(specSchema.properties)
       .filter(([, s]) => (s['x-kubernetes-validations'] as Array<{ rule: string }> | undefined)?.some((r) => r.rule === 'self == oldSelf'))
       .map(([k]) => k);
-    expect(fixed.sort()).toEqual(['checkpoint', 'command', 'image', 'maxRestarts', 'nnodes', 'nprocPerNode', 'rdzvConf']);
+    expect(fixed.sort()).toEqual(['command', 'image', 'maxRestarts', 'nnodes', 'nprocPerNode', 'rdzvConf']);
+    // The checkpoint's path and count, and whether there is one; its volume (unknown fields, which CEL would cost at the request size) is not.
+    const checkpoint = specSchema.properties.checkpoint as { properties: Record<string, Schema> };
+    for (const f of ['mountPath', 'keep']) expect(checkpoint.properties[f]['x-kubernetes-validations']).toEqual([{ rule: 'self == oldSelf', message: `checkpoint.${f}: fixed once the job exists` }]);
+    expect(specSchema['x-kubernetes-validations']).toContainEqual({ rule: 'has(self.checkpoint) == has(oldSelf.checkpoint)', message: 'checkpoint: added or removed only with a new job' });
   });
 });
 
