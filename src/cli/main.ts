@@ -6,6 +6,7 @@ import { registerCommands } from './commands';
 import { agentCommand, submitCommand } from './pool-commands';
 import { registerDevCommand } from './dev';
 import { registerCodecServerCommand } from './codec-server';
+import { registerOperatorCommand } from './operator-command';
 import { UsageError } from './errors';
 import { startController } from '../controller';
 import { ledgerToHost } from '../ledger/connect';
@@ -38,6 +39,7 @@ export async function main(argv: string[]): Promise<void> {
   program.command('agent').description('serve a pool: a long-lived node daemon (telastic agent --help)');
   registerCommands(program);
   registerCodecServerCommand(program);
+  registerOperatorCommand(program);
   registerDevCommand(program, {
     startController: async (address, namespace, dbFile, dataConverter, metrics) => {
       installRuntime(metrics?.sdkBindAddress);
