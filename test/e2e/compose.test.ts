@@ -151,6 +151,14 @@ test('compose up brings the stack up healthy; a pool job runs on two agent conta
   }, 60_000).catch(async (err: Error) => {
     throw new Error(`${err.message}: pool nodes ${pool}\n${await compose(['logs', '--no-color', '--tail', '12', '--timestamps', 'agent', 'controller'])}`);
   });
+  // And the agent itself knows it (its next poll, within a second or so): a stop before that
+  // would find it still granted, and with the controller stopping beside it, it would wait out
+  // its leave (the shutdown timeout + 5 s) for a pool that cannot answer.
+  await waitFor('the survivor to see itself free', async () => {
+    const logs = await compose(['logs', '--no-color', 'agent']);
+    const granted = logs.lastIndexOf(`node ${survivor}: granted to job ${job}`);
+    return (granted >= 0 && logs.indexOf(`node ${survivor}: free`, granted) > granted) || null;
+  }, 30_000, 500);
   await conn.close();
   conn = undefined;
 
