@@ -103,14 +103,16 @@ test(`torchrun --standalone, the same script: the hang ends only with the collec
   const ended = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
   try {
     // The baseline is torchrun's restart after the hang, not how its job ends: torchrun's own
-    // later attempts are its business (one CI run saw a rank of a later attempt exit 1). Its
+    // later attempts are its business (CI runs saw a later attempt's rank exit 1). Its
     // exit and output are reported with the figure.
-    const again = await waitFor('torchrun to restart its workers after the hang', () => events(j.ev).some((e) => e.attempt === 1 && e.ev === 'step') || null, 150_000, 100)
+    // Any later attempt: torchrun's first one after the hang sometimes fails its own gloo init
+    // (`connectFullMesh … Connection refused`, CI run 4) and the next one trains.
+    const again = await waitFor('torchrun to restart its workers after the hang', () => events(j.ev).some((e) => e.attempt > 0 && e.ev === 'step') || null, 150_000, 100)
       .catch((err: Error) => { throw new Error(`${err.message}\n${out.slice(0, 1500)}\n…\n${out.slice(-1500)}`); });
     expect(again).toBe(true);
     const evs = events(j.ev);
     const hang = evs.find((e) => e.ev === 'hang')!;
-    const first = evs.filter((e) => e.attempt === 1);
+    const first = evs.filter((e) => e.attempt > 0);
     const started = Math.min(...first.filter((e) => e.ev === 'start').map((e) => e.t));
     const stepped = first.find((e) => e.ev === 'step')!.t;
     // Nothing ends the hang before the collective's timeout.
