@@ -10,49 +10,19 @@
  *     the job with the no-progress verdict and exit code 3, restarts left.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import path from 'node:path';
 import { testAddress } from '../setup/temporal';
 import { alive as running } from '../agent/helpers';
-import { FAST_RDZV, ROOT, e2eSuite, runTelastic, startAgent, status, tmpDir, uniqueJobId, waitFor } from './harness';
+import { FAST_RDZV, e2eSuite, runTelastic, startAgent, status, uniqueJobId, waitFor } from './harness';
+import { CKPT_EVERY, HANG_AT, PYTHON, TORCHRUN, secs, trainRuns } from './train-script';
 
-const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
-const TORCHRUN = path.join(ROOT, '.venv', 'bin', 'torchrun');
-const SCRIPT = path.join(ROOT, 'test', 'fixtures', 'watchdog_train.py');
-const STEPS = 30;
-const HANG_AT = 12;
-const CKPT_EVERY = 5;
 const PG_TIMEOUT_S = 30;
 /** Above the workers' start (import torch, gloo init) on a loaded 2-core machine; the clock starts with them. */
 const PROGRESS_TIMEOUT_S = 8;
 
 const e2e = e2eSuite();
-const dirs: string[] = [];
-const pids: number[] = [];
-afterAll(() => {
-  for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-interface Ev { ev: string; rank: number; attempt: number; pid: number; t: number; step?: number; path?: string }
-
-function events(file: string): Ev[] {
-  if (!existsSync(file)) return [];
-  const evs = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Ev);
-  for (const e of evs) if (!pids.includes(e.pid)) pids.push(e.pid);
-  return evs;
-}
-
-function job(name: string, extra: string[]) {
-  const dir = tmpDir(name);
-  dirs.push(dir);
-  const ev = path.join(dir, 'events.jsonl');
-  const ckpt = path.join(dir, 'ckpt');
-  const args = [SCRIPT, '--steps', String(STEPS), '--ckpt-every', String(CKPT_EVERY), '--no-timer', '--pg-timeout', String(PG_TIMEOUT_S), '--events', ev, '--ckpt-dir', ckpt, '--step-time', '0.05', ...extra];
-  return { dir, ev, ckpt, args };
-}
-
-const secs = (from: number, to: number) => Math.round((to - from) * 100) / 100;
+const { events, job: run, pids } = trainRuns();
+/** Without torch's timer: only the collective's timeout, or telastic's progress timeout, ends a hang. */
+const job = (name: string, extra: string[]) => run(name, ['--no-timer', '--pg-timeout', String(PG_TIMEOUT_S), '--step-time', '0.05', ...extra]);
 
 test('telastic run --progress-timeout: the node whose ranks stopped reporting is killed, named, and the job resumes from its checkpoint', async () => {
   const j = job('progress', ['--hang-at', String(HANG_AT), '--hang-rank', '1']);

@@ -7,52 +7,19 @@
  * printed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describeFailure } from '../../src/job/decide';
 import { testAddress } from '../setup/temporal';
 import { alive as running } from '../agent/helpers';
-import { FAST_RDZV, ROOT, e2eSuite, startAgent, status, tmpDir, uniqueJobId, waitFor } from './harness';
-
-const PYTHON = path.join(ROOT, '.venv', 'bin', 'python');
-const TORCHRUN = path.join(ROOT, '.venv', 'bin', 'torchrun');
-const SCRIPT = path.join(ROOT, 'test', 'fixtures', 'watchdog_train.py');
-const STEPS = 30;
-const HANG_AT = 12;
-const CKPT_EVERY = 5;
+import { FAST_RDZV, e2eSuite, startAgent, status, uniqueJobId, waitFor } from './harness';
+import { CKPT_EVERY, HANG_AT, PYTHON, STEPS, TORCHRUN, secs, trainRuns } from './train-script';
 
 const e2e = e2eSuite();
-const dirs: string[] = [];
-const pids: number[] = [];
-afterAll(() => {
-  // Whatever a run left (torchrun's workers outlive a torchrun that was killed).
-  for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-interface Ev { ev: string; rank: number; attempt: number; pid: number; t: number; step?: number; world?: number; path?: string }
-
-function events(file: string): Ev[] {
-  if (!existsSync(file)) return [];
-  const evs = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Ev);
-  for (const e of evs) if (!pids.includes(e.pid)) pids.push(e.pid);
-  return evs;
-}
-
-function job(name: string) {
-  const dir = tmpDir(name);
-  dirs.push(dir);
-  const ev = path.join(dir, 'events.jsonl');
-  const ckpt = path.join(dir, 'ckpt');
-  const args = [SCRIPT, '--steps', String(STEPS), '--ckpt-every', String(CKPT_EVERY), '--hang-at', String(HANG_AT), '--hang-rank', '1', '--timeout', '2', '--events', ev, '--ckpt-dir', ckpt];
-  return { dir, ev, ckpt, args };
-}
-
-/** Seconds between two event times, to 0.01. */
-const secs = (from: number, to: number) => Math.round((to - from) * 100) / 100;
+const { events, job, pids } = trainRuns();
+const watchdogJob = (name: string) => job(name, ['--hang-at', String(HANG_AT), '--hang-rank', '1', '--timeout', '2']);
 
 test('telastic run: the rank hung inside expires(after=2) is killed by its timer, the job restarts and resumes from its checkpoint', async () => {
-  const j = job('watchdog');
+  const j = watchdogJob('watchdog');
   const jobId = uniqueJobId('watchdog');
   const agent = startAgent(testAddress(), 'wd-a', ['--nnodes', '1', '--nproc-per-node', '2', '--max-restarts', '2', '--rdzv-id', jobId, '--checkpoint-dir', j.ckpt, ...FAST_RDZV, ...j.args], { PYTHON_EXEC: PYTHON, TORCHELASTIC_ENABLE_FILE_TIMER: '1' });
   e2e.agents.push(agent);
@@ -89,7 +56,7 @@ test('telastic run: the rank hung inside expires(after=2) is killed by its timer
 }, 180_000);
 
 test('torchrun --standalone, the same script, for comparison: its timer kills the hung rank too', async () => {
-  const j = job('watchdog-torchrun');
+  const j = watchdogJob('watchdog-torchrun');
   const env: NodeJS.ProcessEnv = { ...process.env, TORCHELASTIC_ENABLE_FILE_TIMER: '1', TORCHELASTIC_TIMER_FILE: path.join(j.dir, 'timer') };
   for (const k of Object.keys(env)) if (k.startsWith('TELASTIC_')) delete env[k];
   const proc: ChildProcess = spawn(TORCHRUN, ['--standalone', '--nproc-per-node', '2', '--max-restarts', '2', ...j.args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });

@@ -25,8 +25,8 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import path from 'node:path';
 import type { RunResult } from '../../test-support/agents';
 import { containerdConfig, cniConflist, kubeconfig, kubeletConfig, makePki, PAUSE_IMAGE, type ClusterNet, type User } from './kube-config';
-import { allowBridge, bridgeName, DIR_PREFIX, freeSubnet, ipCmd, lowPorts, removeEverything, run, sweepStale } from './kube-host';
-import { cacheDir } from './temporal-cluster';
+import { allowBridge, bridgeName, DIR_PREFIX, freeSubnet, ipCmd, removeEverything, run, sweepStale } from './kube-host';
+import { cacheDir, lowPorts } from './temporal-cluster';
 
 export const KUBERNETES_VERSION = '1.36.3';
 export const HELM_VERSION = '3.22.0';

@@ -8,7 +8,6 @@
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import * as net from 'node:net';
 import path from 'node:path';
 import type { RunResult } from '../../test-support/agents';
 
@@ -43,25 +42,6 @@ export function freeSubnet(): string {
     if (!used.includes(`10.214.${x}.`)) return `10.214.${x}`;
   }
   throw new Error('kube-cluster: no free /24 in 10.214.0.0/16');
-}
-
-/** `n` distinct ports below 32768 that were free on 127.0.0.1 a moment ago. */
-export async function lowPorts(n: number): Promise<number[]> {
-  const picked = new Set<number>();
-  for (let tries = 0; picked.size < n; tries++) {
-    if (tries > 200) throw new Error(`could not find ${n} free ports below 32768 on 127.0.0.1`);
-    const port = 10_000 + Math.floor(Math.random() * 22_000);
-    if (!picked.has(port) && (await canListen(port))) picked.add(port);
-  }
-  return [...picked];
-}
-
-function canListen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
 }
 
 function alive(pid: number): boolean {

@@ -318,8 +318,11 @@ async function prepareNamespace(address: string, namespace: string): Promise<str
   return r.stdout;
 }
 
-/** `n` distinct ports below 32768 that were free on 127.0.0.1 a moment ago. */
-async function lowPorts(n: number): Promise<number[]> {
+/**
+ * `n` distinct ports below 32768 that were free on 127.0.0.1 a moment ago (the Temporal server
+ * keeps its ports in a smallint; the Kubernetes test cluster uses it too).
+ */
+export async function lowPorts(n: number): Promise<number[]> {
   const picked = new Set<number>();
   for (let tries = 0; picked.size < n; tries++) {
     if (tries > 200) throw new Error(`could not find ${n} free ports below 32768 on 127.0.0.1`);
