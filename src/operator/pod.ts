@@ -8,11 +8,10 @@
  * would be taken for the same node coming back).
  */
 import type { V1Container, V1EnvVar, V1Pod, V1Volume } from '@kubernetes/client-node';
-import { jobIdOf, leaveGraceSeconds, rdzvConfArg, type TelasticJobSpec } from './resource';
+import { CHECKPOINT_VOLUME, jobIdOf, leaveGraceSeconds, rdzvConfArg, type TelasticJobSpec } from './resource';
 import { API_VERSION, INDEX_LABEL, JOB_LABEL, KIND, MANAGED_BY, type PodEnvironment, type TelasticJob } from './types';
 
 export const CONTAINER = 'telastic';
-const CHECKPOINT_VOLUME = 'telastic-checkpoints';
 
 export function podName(job: TelasticJob, index: number): string {
   return `${job.metadata.name}-${index}`;
@@ -64,9 +63,13 @@ export function podFor(job: TelasticJob, spec: TelasticJobSpec, index: number, e
     env: [...downward, ...((spec.env ?? []) as V1EnvVar[])],
     ...(env.envFromSecret ? { envFrom: [{ secretRef: { name: env.envFromSecret } }] } : {}),
     ...(spec.resources ? { resources: spec.resources as V1Container['resources'] } : {}),
-    ...(spec.checkpoint ? { volumeMounts: [{ name: CHECKPOINT_VOLUME, mountPath: spec.checkpoint.mountPath }] } : {}),
   };
-  const volumes: V1Volume[] = spec.checkpoint ? [{ ...(spec.checkpoint.volume as Omit<V1Volume, 'name'>), name: CHECKPOINT_VOLUME }] : [];
+  const mounts = [...(spec.checkpoint ? [{ name: CHECKPOINT_VOLUME, mountPath: spec.checkpoint.mountPath }] : []), ...(spec.volumeMounts ?? [])];
+  if (mounts.length) container.volumeMounts = mounts;
+  const volumes: V1Volume[] = [
+    ...(spec.checkpoint ? [{ ...(spec.checkpoint.volume as Omit<V1Volume, 'name'>), name: CHECKPOINT_VOLUME }] : []),
+    ...((spec.volumes ?? []) as V1Volume[]),
+  ];
   return {
     apiVersion: 'v1',
     kind: 'Pod',

@@ -14,6 +14,11 @@ export const QUANTITY = /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[n
 const quantity = z.union([z.number().int(), z.string().regex(QUANTITY, 'not a Kubernetes quantity')]);
 const int = z.number().int();
 const seconds = z.number().positive();
+/** A volume's name: a DNS label, as the API server checks it in a pod. */
+const volumeName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS label: lower-case letters, digits and -').max(63);
+/** The name the checkpoint volume takes in a pod; `volumes` may not use it. */
+export const CHECKPOINT_VOLUME = 'telastic-checkpoints';
+
 /** The longest name: pods are NAME-INDEX (63 characters as a host name) and NAME is a label value. */
 export const MAX_NAME = 52;
 
@@ -56,6 +61,16 @@ export const telasticJobSpecSchema = z
       .max(1000)
       .refine((e) => new Set(e.map((v) => v.name)).size === e.length, 'a variable is named twice')
       .optional(),
+    volumes: z
+      .array(z.object({ name: volumeName }).passthrough())
+      .max(100)
+      .refine((v) => new Set(v.map((x) => x.name)).size === v.length, 'a volume is named twice')
+      .refine((v) => v.every((x) => x.name !== CHECKPOINT_VOLUME), `${CHECKPOINT_VOLUME} is the checkpoint volume's name`)
+      .optional(),
+    volumeMounts: z
+      .array(z.object({ name: volumeName, mountPath: z.string().regex(/^\//, 'an absolute path'), readOnly: z.boolean().optional(), subPath: z.string().optional() }))
+      .max(100)
+      .optional(),
     resources: z.object({ limits: z.record(quantity).optional(), requests: z.record(quantity).optional() }).optional(),
     nodeSelector: z.record(z.string()).optional(),
     tolerations: z
@@ -71,9 +86,13 @@ export const telasticJobSpecSchema = z
       .optional(),
     terminationGracePeriodSeconds: int.min(0).default(30),
   })
-  .refine((s) => s.replicas === undefined || (s.replicas >= s.nnodes.min && s.replicas <= s.nnodes.max), {
-    message: 'must be between nnodes.min and nnodes.max',
-    path: ['replicas'],
+  .superRefine((s, ctx) => {
+    if (s.replicas !== undefined && (s.replicas < s.nnodes.min || s.replicas > s.nnodes.max)) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be between nnodes.min and nnodes.max', path: ['replicas'] });
+    }
+    if (!(s.volumeMounts ?? []).every((m) => (s.volumes ?? []).some((v) => v.name === m.name))) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'each mount names one of volumes', path: ['volumeMounts'] });
+    }
   });
 export type TelasticJobSpec = z.infer<typeof telasticJobSpecSchema>;
 

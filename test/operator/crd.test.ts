@@ -73,6 +73,8 @@ const good: Array<[string, Record<string, unknown>]> = [
     resources: { limits: { cpu: 2, memory: '4Gi', 'nvidia.com/gpu': 1 }, requests: { cpu: '500m', memory: '1e9' } },
     nodeSelector: { 'cloud.google.com/gke-spot': 'true' },
     tolerations: [{ key: 'spot', operator: 'Exists', effect: 'NoSchedule' }, { key: 'gpu', operator: 'Equal', value: 'a100', effect: 'NoExecute', tolerationSeconds: 30 }],
+    volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'imagenet', readOnly: true } }, { name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } }],
+    volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }, { name: 'shm', mountPath: '/dev/shm' }],
     terminationGracePeriodSeconds: 120,
   }],
   ['replicas at nnodes.min', { ...m(), replicas: 1 }],
@@ -120,6 +122,10 @@ const badSchema: Array<[string, Record<string, unknown>, string]> = [
   ['terminationGracePeriodSeconds -1', { ...m(), terminationGracePeriodSeconds: -1 }, 'terminationGracePeriodSeconds'],
   ['imagePullPolicy "Sometimes"', { ...m(), imagePullPolicy: 'Sometimes' }, 'imagePullPolicy'],
   ['module "yes"', { ...m(), module: 'yes' }, 'module'],
+  ['a volume named in capitals', { ...m(), volumes: [{ name: 'Data', emptyDir: {} }] }, 'volumes.0.name'],
+  ['a volume without a name', { ...m(), volumes: [{ emptyDir: {} }] }, 'volumes.0.name'],
+  ['a relative mount path', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd', mountPath: 'data' }] }, 'volumeMounts.0.mountPath'],
+  ['a mount without a path', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd' }] }, 'volumeMounts.0.mountPath'],
 ];
 
 /** Beyond OpenAPI: the API server's CEL rules (or list-map keys) reject these; zod with the rule's own message. */
@@ -130,6 +136,9 @@ const badCel: Array<[string, Record<string, unknown>, string | null]> = [
   ['an empty script', { ...m(), command: ['', 'x'] }, 'spec.command: the first item is the script (or module with module: true): not empty, not a flag'],
   ['a flag where the script goes', { ...m(), command: ['--nnodes', '2', 't.py'] }, 'spec.command: the first item is the script (or module with module: true): not empty, not a flag'],
   ['an env variable named twice (x-kubernetes-list-type: map)', { ...m(), env: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }] }, null],
+  ['a volume named twice (x-kubernetes-list-type: map)', { ...m(), volumes: [{ name: 'd', emptyDir: {} }, { name: 'd', emptyDir: {} }] }, null],
+  ['a mount of a volume that is not there', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'e', mountPath: '/e' }] }, 'spec.volumeMounts: each mount names one of volumes'],
+  ['a volume that takes the checkpoint volume\'s name', { ...m(), volumes: [{ name: 'telastic-checkpoints', emptyDir: {} }] }, "spec.volumes: telastic-checkpoints is the checkpoint volume's name"],
 ];
 
 describe('the CRD', () => {

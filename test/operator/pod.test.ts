@@ -95,6 +95,13 @@ describe('a node\'s pod', () => {
     expect(c).toMatchObject({ image: 'telastic:dev', imagePullPolicy: 'Never', resources: { limits: { 'nvidia.com/gpu': 1 } } });
   });
 
+  it('adds the spec\'s own volumes and mounts after the checkpoint\'s', () => {
+    const more = telasticJobSpecSchema.parse({ ...full, volumes: [{ name: 'data', hostPath: { path: '/srv/data' } }], volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }] });
+    const q = podFor(j, more, 0, ENV);
+    expect(q.spec!.volumes).toEqual([{ name: 'telastic-checkpoints', persistentVolumeClaim: { claimName: 'ckpt' } }, { name: 'data', hostPath: { path: '/srv/data' } }]);
+    expect(q.spec!.containers[0].volumeMounts).toEqual([{ name: 'telastic-checkpoints', mountPath: '/ckpt' }, { name: 'data', mountPath: '/data', readOnly: true }]);
+  });
+
   it('puts -m and --no-python before the script, so they are telastic\'s flags, not the script\'s', () => {
     const m = telasticJobSpecSchema.parse({ ...full, command: ['pkg.train', '--x'], module: true });
     const o = parseRunArgs(expand(runArgs(j, m, ENV), { TELASTIC_POD_NAME: 'train-0', TELASTIC_POD_IP: '10.0.0.1' }).slice(1), {}, sys);
