@@ -8,8 +8,7 @@
  *   checkpoint-first, a replacement pod joins, no restart counted; a pod's container SIGKILLed →
  *   one restart, blamed on that pod, a replacement joins; `kubectl scale --replicas 3` → a third
  *   pod joins without a restart, `--replicas 1` → two drained, their pods deleted; deleting the
- *   resource ends the job and leaves no pod. An HPA reads the job's scale subresource (this cluster
- *   has no metrics API, so it cannot act). `kubectl get telasticjobs -w` runs throughout and is
+ *   resource ends the job and leaves no pod. `kubectl get telasticjobs -w` runs throughout and is
  *   printed with the time of each line.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -249,36 +248,6 @@ describe('a TelasticJob of stand-in workers', () => {
     expect(s.restarts).toBe(1);
     expect(s.preemptions?.slice(drainsBefore).map((p) => p.nodeId).sort()).toEqual([`${name}-3`, `${name}-4`]);
     expect(s.maxNodes).toBe(1);
-  });
-
-  test('a HorizontalPodAutoscaler reads the job\'s scale subresource (its metric has no API here)', async () => {
-    const hpa = {
-      apiVersion: 'autoscaling/v2',
-      kind: 'HorizontalPodAutoscaler',
-      metadata: { name, namespace: NS },
-      spec: {
-        scaleTargetRef: { apiVersion: 'telastic.dev/v1alpha1', kind: 'TelasticJob', name },
-        minReplicas: 1,
-        maxReplicas: 3,
-        metrics: [{ type: 'External', external: { metric: { name: 'telastic_pool_jobs_waiting' }, target: { type: 'AverageValue', averageValue: '1' } } }],
-      },
-    };
-    await k.must(['apply', '-f', '-'], { input: JSON.stringify(hpa) });
-    try {
-      type Hpa = { status?: { currentReplicas?: number; conditions?: { type: string; status: string; reason: string }[] } };
-      const got = await until('the HPA controller got the scale', async () => {
-        const h = JSON.parse(await k.must(['get', 'hpa', name, '-n', NS, '-o', 'json'])) as Hpa;
-        return h.status?.conditions?.some((c) => c.type === 'AbleToScale' && c.status === 'True') && h;
-      }, 120_000);
-      // The scale subresource as the HPA sees it: the live pods, found by .status.selector.
-      expect(got.status!.currentReplicas).toBe(1);
-      expect(got.status!.conditions).toContainEqual(expect.objectContaining({ type: 'AbleToScale', status: 'True', reason: 'SucceededGetScale' }));
-      // No metrics API on this cluster: the HPA says so and changes nothing.
-      expect(got.status!.conditions).toContainEqual(expect.objectContaining({ type: 'ScalingActive', status: 'False' }));
-      expect((await resource(name)).status?.replicas).toBe(1);
-    } finally {
-      await k.must(['delete', 'hpa', name, '-n', NS]);
-    }
   });
 
   test('deleting the resource ends the job and leaves no pod', async () => {
