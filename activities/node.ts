@@ -286,6 +286,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
         timerFifo,
         log: deps.log,
         progressTimeoutMs: a.progressTimeoutMs,
+        progressStartTimeoutMs: a.progressStartTimeoutMs,
       });
     } catch (err) {
       timerFifo?.close();

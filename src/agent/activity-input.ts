@@ -65,6 +65,7 @@ const assignmentShape = {
   resumeFrom: filePath.optional(),
   heartbeatIntervalMs: positive,
   progressTimeoutMs: positive.max(7 * 86_400_000).optional(),
+  progressStartTimeoutMs: positive.max(7 * 86_400_000).optional(),
   launch: launchSchema.optional(),
 };
 // Every field of a RoundAssignment is parsed, and nothing else is named: a field added to the

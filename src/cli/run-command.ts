@@ -69,6 +69,7 @@ export const TELASTIC_FLAGS: readonly RunFlag[] = [
   flag('keep-checkpoints', 'n', 'keep only the newest N checkpoints', false),
   flag('max-restarts-without-progress', 'k', `with --checkpoint-dir: K failure restarts in a row that resume from the same checkpoint end the job with exit code 3, do not requeue; 0: never (default 3)`, false),
   flag('progress-timeout', 'duration', 'a node none of whose ranks reported progress (TELASTIC_PROGRESS_FILE) for this long while its workers run is hung: its workers are killed and the job restarts (default: off)', false),
+  flag('progress-start-timeout', 'duration', 'with --progress-timeout: how long the workers may run before their first report (import, init, loading a checkpoint; default: --progress-timeout)', false),
   flag('checkpoint-signal', 'signal', 'what the job\'s workers get when a drain or SIGTERM asks for a checkpoint first (default SIGUSR1)', false),
   flag('leave-grace', 'duration', 'on SIGTERM (a preemption notice), how long the job may take to checkpoint before this node leaves; 0 leaves at once; a second SIGTERM leaves at once (default 25s)', false),
   flag('health-check', 'cmd', 'shell command run before this node is given a rank, every round; non-zero exit keeps the node out, its last stderr line the reason (env TELASTIC_HEALTH_CHECK)', false),

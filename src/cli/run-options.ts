@@ -180,6 +180,7 @@ export function parseRunArgs(argv: string[], env: NodeJS.ProcessEnv, sys = syste
     keepCheckpoints: opt(v.intAtLeast(1), 'keep-checkpoints'),
     maxRestartsWithoutProgress: opt(v.intAtLeast(0), 'max-restarts-without-progress'),
     progressTimeoutMs: opt(v.durationToMs, 'progress-timeout'),
+    progressStartTimeoutMs: opt(v.durationToMs, 'progress-start-timeout'),
     checkpointSignal: opt(v.catchableSignalSchema, 'checkpoint-signal') ?? 'SIGUSR1',
     leaveGraceMs: leaveGrace(a.value('leave-grace')),
     healthCheck: compileHealthCheck(a.value('health-check'), a.value('health-check-timeout'), env),

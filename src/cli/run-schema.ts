@@ -82,6 +82,8 @@ export const runOptionsSchema = z
     maxRestartsWithoutProgress: int.min(0).optional(),
     /** `--progress-timeout`: how long a node's ranks may go without reporting progress. @default off */
     progressTimeoutMs: int.min(1).optional(),
+    /** `--progress-start-timeout`: the same before the workers' first report. @default --progress-timeout */
+    progressStartTimeoutMs: int.min(1).optional(),
     /** `--checkpoint-signal`: sent to this node's workers when the job asks for a checkpoint. @default SIGUSR1 */
     checkpointSignal: z.string().regex(/^SIG[A-Z0-9]+$/),
     /**
@@ -96,7 +98,8 @@ export const runOptionsSchema = z
     /** One line per accepted-but-ignored input (`--master-port`, unknown `--rdzv-conf` keys…). */
     notes: z.array(z.string()),
   })
-  .refine((o) => o.minNodes <= o.maxNodes, { message: 'minNodes exceeds maxNodes', path: ['minNodes'] });
+  .refine((o) => o.minNodes <= o.maxNodes, { message: 'minNodes exceeds maxNodes', path: ['minNodes'] })
+  .refine((o) => o.progressStartTimeoutMs === undefined || o.progressTimeoutMs !== undefined, { message: '--progress-start-timeout needs --progress-timeout (it is the bound before the first report)', path: ['progressStartTimeoutMs'] });
 
 /** `metrics`: compiled by src/cli/metrics-options.ts (null: no metrics port). */
 export type RunOptions = z.infer<typeof runOptionsSchema> & { metrics: MetricsOptions | null };

@@ -84,6 +84,7 @@ function jobSpecOf(o: RunOptions): JobSpec {
     keepCheckpoints: o.keepCheckpoints,
     maxRestartsWithoutProgress: o.maxRestartsWithoutProgress,
     progressTimeoutMs: o.progressTimeoutMs,
+    progressStartTimeoutMs: o.progressStartTimeoutMs,
   }, 'job spec');
 }
 

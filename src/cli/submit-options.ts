@@ -33,6 +33,7 @@ export interface SubmitOptions {
     keepCheckpoints?: number;
     maxRestartsWithoutProgress?: number;
     progressTimeoutMs?: number;
+    progressStartTimeoutMs?: number;
   };
   /** `--wait`: stay until the job ends. */
   wait: boolean;
@@ -176,6 +177,7 @@ export function parseSubmitArgs(argv: string[], env: NodeJS.ProcessEnv, sys: Run
       ...(run.keepCheckpoints !== undefined && { keepCheckpoints: run.keepCheckpoints }),
       ...(run.maxRestartsWithoutProgress !== undefined && { maxRestartsWithoutProgress: run.maxRestartsWithoutProgress }),
       ...(run.progressTimeoutMs !== undefined && { progressTimeoutMs: run.progressTimeoutMs }),
+      ...(run.progressStartTimeoutMs !== undefined && { progressStartTimeoutMs: run.progressStartTimeoutMs }),
     },
     wait: taken.wait,
     connection: run.connection,

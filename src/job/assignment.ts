@@ -36,6 +36,8 @@ export interface RoundAssignment {
   heartbeatIntervalMs: number;
   /** `--progress-timeout`: the node's workers are hung when none reported progress for this long. */
   progressTimeoutMs?: number;
+  /** `--progress-start-timeout`: the same before the workers' first report. */
+  progressStartTimeoutMs?: number;
   /** Jobs submitted to a pool: what to run (the pool agent checks it against its --allow). */
   launch?: Launch;
 }

@@ -193,6 +193,7 @@ export function assignRanks(
       heartbeatIntervalMs: heartbeatIntervalMs(state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize),
       ...(state.spec.checkpointDir ? { checkpointDir: state.spec.checkpointDir } : {}),
       ...(state.spec.progressTimeoutMs ? { progressTimeoutMs: state.spec.progressTimeoutMs } : {}),
+      ...(state.spec.progressTimeoutMs && state.spec.progressStartTimeoutMs ? { progressStartTimeoutMs: state.spec.progressStartTimeoutMs } : {}),
       ...(extra.resumeFrom ? { resumeFrom: extra.resumeFrom } : {}),
     };
     rankOffset += n.slots;

@@ -20,12 +20,13 @@ const NO_PROGRESS_PREFIX = 'no progress from ';
 
 /**
  * `no progress from ranks 0, 1 for 30 s (--progress-timeout; last step 41 31 s ago)`: the ranks of
- * a node none of which reported progress for `timeoutMs`.
+ * a node none of which reported progress for `timeoutMs`; `flag` names the setting that gave it
+ * (`--progress-start-timeout` before the first report, when set).
  */
-export function noProgressMessage(ranks: number[], timeoutMs: number, last: { step: number | null; ageMs: number | null }): string {
+export function noProgressMessage(ranks: number[], timeoutMs: number, last: { step: number | null; ageMs: number | null }, flag = '--progress-timeout'): string {
   const who = ranks.length === 1 ? `rank ${ranks[0]}` : `ranks ${ranks.join(', ')}`;
   const since = last.ageMs === null ? 'none reported since the workers started' : `last ${last.step === null ? 'report' : `step ${last.step}`} ${seconds(last.ageMs)} s ago`;
-  return `${NO_PROGRESS_PREFIX}${who} for ${seconds(timeoutMs)} s (--progress-timeout; ${since})`;
+  return `${NO_PROGRESS_PREFIX}${who} for ${seconds(timeoutMs)} s (${flag}; ${since})`;
 }
 
 /**

@@ -69,6 +69,11 @@ export const jobSpecSchema = z
      */
     progressTimeoutMs: ms.optional(),
     /**
+     * With progressTimeoutMs: the bound before the workers' first report (import, init, loading a
+     * checkpoint), like Kubernetes' startupProbe before its livenessProbe. Absent: progressTimeoutMs.
+     */
+    progressStartTimeoutMs: ms.optional(),
+    /**
      * Continue-as-new after this many rounds even before Temporal suggests it (which it does
      * near its history limits); for operators who want short histories, and for tests.
      */
@@ -84,10 +89,12 @@ export const jobSpecSchema = z
     /** Set by the starter when the namespace has telastic's custom search attributes. */
     searchAttributes: z.boolean().default(false),
   })
-  .refine((s) => s.minNodes <= s.maxNodes, (s) => ({
-    message: `minNodes (${s.minNodes}) must not exceed maxNodes (${s.maxNodes})`,
-    path: ['minNodes'],
-  }));
+  .superRefine((s, ctx) => {
+    if (s.minNodes > s.maxNodes) ctx.addIssue({ code: 'custom', message: `minNodes (${s.minNodes}) must not exceed maxNodes (${s.maxNodes})`, path: ['minNodes'] });
+    if (s.progressStartTimeoutMs !== undefined && s.progressTimeoutMs === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'progressStartTimeoutMs is the bound before the first report of progressTimeoutMs: set progressTimeoutMs too', path: ['progressStartTimeoutMs'] });
+    }
+  });
 export type JobSpecInput = z.input<typeof jobSpecSchema>;
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 

@@ -154,6 +154,13 @@ describe('assignRanks', () => {
     expect(c.resumeFrom).toBe('/x');
   });
 
+  it('carries both progress bounds to every node, and neither when the job has none', () => {
+    const [a] = assignRanks(state({}, { progressTimeoutMs: 8_000, progressStartTimeoutMs: 120_000 }), [node('a')], master);
+    expect(a).toMatchObject({ progressTimeoutMs: 8_000, progressStartTimeoutMs: 120_000 });
+    const [b] = assignRanks(state(), [node('a')], master);
+    expect(['progressTimeoutMs' in b, 'progressStartTimeoutMs' in b]).toEqual([false, false]);
+  });
+
   it('no participants, no assignments', () => {
     expect(assignRanks(state(), [], master)).toEqual([]);
   });

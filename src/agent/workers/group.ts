@@ -156,6 +156,7 @@ export function startWorkerGroup(opts: GroupOptions): WorkerGroup {
       files: progressFiles,
       startedAt: Date.now(),
       timeoutMs: opts.progressTimeoutMs,
+      startTimeoutMs: opts.progressStartTimeoutMs,
       // Hung, all of them (a collective that never returns holds every rank): each is killed,
       // and whichever exit is seen first is the failure, with this message.
       onHung: (message) => {

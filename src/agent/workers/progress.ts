@@ -1,8 +1,9 @@
 /**
  * Progress as a signal (`--progress-timeout`): each worker may write its step to the file named
  * in its TELASTIC_PROGRESS_FILE (any write counts; a number in it is shown as the step). When no
- * rank of the node has written for `timeoutMs` while its workers run (counting from their start),
- * the node's workers are hung: `onHung` is told, with one line naming the stuck ranks, and the
+ * rank of the node has written for `timeoutMs` while its workers run, the node's workers are hung
+ * (before the first write, `startTimeoutMs` counts from their start: importing torch and loading a
+ * checkpoint are not progress),: `onHung` is told, with one line naming the stuck ranks, and the
  * group kills them (group.ts). Without a timeout the files are still read, for `telastic status`.
  * One scripted rank is enough (rank 0 of a DDP job stalls with the others in a collective).
  */
@@ -22,6 +23,8 @@ export interface ProgressOptions {
   files: { rank: number; file: string }[];
   startedAt: number;
   timeoutMs?: number;
+  /** Before the first report (`--progress-start-timeout`). @default timeoutMs */
+  startTimeoutMs?: number;
   onHung: (message: string) => void;
   /** @default a fifth of the timeout, between 100 ms and 1 s */
   intervalMs?: number;
@@ -65,14 +68,15 @@ export function watchProgress(o: ProgressOptions): ProgressWatch {
   let timer: NodeJS.Timeout | null = null;
   if (o.timeoutMs !== undefined) {
     const timeoutMs = o.timeoutMs;
-    const every = o.intervalMs ?? Math.min(1000, Math.max(100, Math.floor(timeoutMs / 5)));
+    const every = o.intervalMs ?? Math.min(1000, Math.max(100, Math.floor(Math.min(timeoutMs, o.startTimeoutMs ?? timeoutMs) / 5)));
     timer = setInterval(() => {
       if (stopped) return;
       const r = report();
-      const quietMs = r.ageMs ?? r.runningMs;
-      if (quietMs < timeoutMs) return;
+      const starting = r.ageMs === null && o.startTimeoutMs !== undefined;
+      const limitMs = starting ? o.startTimeoutMs! : timeoutMs;
+      if ((r.ageMs ?? r.runningMs) < limitMs) return;
       stop();
-      o.onHung(noProgressMessage(o.files.map((f) => f.rank), timeoutMs, r));
+      o.onHung(noProgressMessage(o.files.map((f) => f.rank), limitMs, r, starting ? '--progress-start-timeout' : '--progress-timeout'));
     }, every);
     timer.unref();
   }

@@ -83,6 +83,8 @@ export interface GroupOptions {
    * Without it the files are only read, for the status.
    */
   progressTimeoutMs?: number;
+  /** `--progress-start-timeout`: the bound before the workers' first report. @default progressTimeoutMs */
+  progressStartTimeoutMs?: number;
 }
 
 /** How one worker ended. */

@@ -67,6 +67,25 @@ test('a node that never reports is hung once the timeout passed since its start'
   expect(r.failure.message).toBe('no progress from rank 10 for 0.5 s (--progress-timeout; none reported since the workers started)');
 });
 
+test('--progress-start-timeout: a slow start is not a hang; after the first report the shorter timeout applies', async () => {
+  const dir = tempDir();
+  // Quiet for 1.5 s (importing torch, loading a checkpoint), then steps, then a hang.
+  const steps = stepper(dir, 0, 3, 'sleep 1000');
+  const slow: WorkerSpec = { ...steps, args: ['-c', `sleep 1.5; ${steps.args[1]}`] };
+  const g = group([slow], { progressTimeoutMs: 500, progressStartTimeoutMs: 5_000 });
+  const r = await g.wait();
+  if (r.state !== 'failed') throw new Error(`expected failed, got ${r.state}`);
+  expect(r.failure.message).toMatch(/^no progress from rank 10 for 0\.5 s \(--progress-timeout; last step 3 (0\.\d|1(\.\d)?) s ago\)$/);
+});
+
+test('--progress-start-timeout: workers that never report are hung once it passed, and the message names it', async () => {
+  const dir = tempDir();
+  const g = group([shWorker(0, 'sleep 1000', { TELASTIC_PROGRESS_FILE: join(dir, 'progress_0') })], { progressTimeoutMs: 60_000, progressStartTimeoutMs: 600 });
+  const r = await g.wait();
+  if (r.state !== 'failed') throw new Error(`expected failed, got ${r.state}`);
+  expect(r.failure.message).toBe('no progress from rank 10 for 0.6 s (--progress-start-timeout; none reported since the workers started)');
+});
+
 test('a file left from before the workers started is not progress', () => {
   const dir = tempDir();
   const file = join(dir, 'p');
