@@ -93,6 +93,10 @@ export const telasticJobSpecSchema = z
     if (!(s.volumeMounts ?? []).every((m) => (s.volumes ?? []).some((v) => v.name === m.name))) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'each mount names one of volumes', path: ['volumeMounts'] });
     }
+    // Two mounts at one path: the API server would refuse every pod, and the operator retry.
+    if (s.checkpoint && (s.volumeMounts ?? []).some((m) => m.mountPath === s.checkpoint!.mountPath)) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: "checkpoint.mountPath is the checkpoint volume's", path: ['volumeMounts'] });
+    }
   });
 export type TelasticJobSpec = z.infer<typeof telasticJobSpecSchema>;
 

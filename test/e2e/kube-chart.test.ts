@@ -46,6 +46,11 @@ test('the API server accepts the CRD and the example job, and refuses what zod r
   const r = await k.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: bad });
   expect(r.code).not.toBe(0);
   expect(r.stderr).toMatch(/spec\.nnodes/);
+  // A CEL rule with the defaulted checkpoint.mountPath: a mount there would make every pod refused.
+  const clash = { apiVersion: 'telastic.dev/v1alpha1', kind: 'TelasticJob', metadata: { name: 'clash', namespace: 'default' },
+    spec: { image: 'x', command: ['t.py'], nnodes: { min: 1, max: 2 }, checkpoint: { volume: { emptyDir: {} } }, volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd', mountPath: '/checkpoints' }] } };
+  const c = await k.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: JSON.stringify(clash) });
+  expect({ code: c.code, stderr: c.stderr }).toEqual({ code: 1, stderr: expect.stringContaining("volumeMounts: checkpoint.mountPath is the checkpoint volume's") });
   // The printer columns are there for `kubectl get telasticjobs`.
   const crd = JSON.parse(await k.must(['get', 'crd', 'telasticjobs.telastic.dev', '-o', 'json'])) as { spec: { versions: { additionalPrinterColumns?: { name: string }[] }[] } };
   expect(crd.spec.versions[0].additionalPrinterColumns?.map((c) => c.name)).toEqual(expect.arrayContaining(['State', 'Round', 'World', 'Restarts']));

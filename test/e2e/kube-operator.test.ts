@@ -8,7 +8,9 @@
  *   checkpoint-first, a replacement pod joins, no restart counted; a pod's container SIGKILLed →
  *   one restart, blamed on that pod, a replacement joins; `kubectl scale --replicas 3` → a third
  *   pod joins without a restart, `--replicas 1` → two drained, their pods deleted; deleting the
- *   resource ends the job and leaves no pod. `kubectl get telasticjobs -w` runs throughout and is
+ *   resource ends the job and leaves no pod. A HorizontalPodAutoscaler drives the scale
+ *   subresource up and down by its bounds (this cluster has no metrics API for it to act on a
+ *   metric; docs/kubernetes.md, Autoscaling). `kubectl get telasticjobs -w` runs throughout and is
  *   printed with the time of each line.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -248,6 +250,50 @@ describe('a TelasticJob of stand-in workers', () => {
     expect(s.restarts).toBe(1);
     expect(s.preemptions?.slice(drainsBefore).map((p) => p.nodeId).sort()).toEqual([`${name}-3`, `${name}-4`]);
     expect(s.maxNodes).toBe(1);
+  });
+
+  test('a HorizontalPodAutoscaler scales the job through its scale subresource: up by minReplicas, down by maxReplicas', async () => {
+    const hpa = (min: number, max: number) => ({
+      apiVersion: 'autoscaling/v2',
+      kind: 'HorizontalPodAutoscaler',
+      metadata: { name, namespace: NS },
+      spec: {
+        scaleTargetRef: { apiVersion: 'telastic.dev/v1alpha1', kind: 'TelasticJob', name },
+        minReplicas: min,
+        maxReplicas: max,
+        // The metric an adapter would serve (docs/kubernetes.md); without one the HPA still keeps
+        // the target within its bounds, which is what this cluster can show.
+        metrics: [{ type: 'External', external: { metric: { name: 'telastic_pool_jobs_waiting' }, target: { type: 'AverageValue', averageValue: '1' } } }],
+      },
+    });
+    const before = await jobStatus(jobId);
+    const pods = await podNames();
+    expect(pods).toHaveLength(1);
+    try {
+      await timed('HPA minReplicas 2 → world size 2', async () => {
+        await k.must(['apply', '-f', '-'], { input: JSON.stringify(hpa(2, 3)) });
+        await until('world size 2, by the HPA', async () => { const s = await jobStatus(jobId); return s.state === 'running' && s.worldSize === 2 && (await podNames()).length === 2 && s; });
+      });
+      expect((await resource(name)) as unknown).toMatchObject({ spec: { replicas: 2 } });
+      type Hpa = { status?: { desiredReplicas?: number; conditions?: { type: string; status: string; reason: string }[] } };
+      const h = JSON.parse(await k.must(['get', 'hpa', name, '-n', NS, '-o', 'json'])) as Hpa;
+      expect(h.status?.desiredReplicas).toBe(2);
+      expect(h.status?.conditions).toContainEqual(expect.objectContaining({ type: 'AbleToScale', status: 'True' }));
+      const joined = (await podNames()).filter((p) => !pods.includes(p));
+      expect(joined).toHaveLength(1);
+      expect((await jobStatus(jobId)).restarts).toBe(before.restarts);
+
+      await timed('HPA maxReplicas 1 → world size 1, the newest pod drained', async () => {
+        await k.must(['apply', '-f', '-'], { input: JSON.stringify(hpa(1, 1)) });
+        await until('world size 1 and one pod, by the HPA', async () => { const s = await jobStatus(jobId); return s.state === 'running' && s.worldSize === 1 && (await podNames()).length === 1 && s; });
+      });
+      const s = await jobStatus(jobId);
+      expect(await podNames()).toEqual(pods);
+      expect(s.restarts).toBe(before.restarts);
+      expect(s.preemptions?.slice(before.preemptions?.length ?? 0).map((p) => p.nodeId)).toEqual(joined);
+    } finally {
+      await k.kubectl(['delete', 'hpa', name, '-n', NS, '--ignore-not-found']);
+    }
   });
 
   test('deleting the resource ends the job and leaves no pod', async () => {

@@ -138,6 +138,8 @@ const badCel: Array<[string, Record<string, unknown>, string | null]> = [
   ['an env variable named twice (x-kubernetes-list-type: map)', { ...m(), env: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }] }, null],
   ['a volume named twice (x-kubernetes-list-type: map)', { ...m(), volumes: [{ name: 'd', emptyDir: {} }, { name: 'd', emptyDir: {} }] }, null],
   ['a mount of a volume that is not there', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'e', mountPath: '/e' }] }, 'spec.volumeMounts: each mount names one of volumes'],
+  ['a mount at the checkpoint\'s path', { ...m(), checkpoint: { volume: { emptyDir: {} }, mountPath: '/ckpt' }, volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd', mountPath: '/ckpt' }] }, "spec.volumeMounts: checkpoint.mountPath is the checkpoint volume's"],
+  ['a mount at the checkpoint\'s default path', { ...m(), checkpoint: { volume: { emptyDir: {} } }, volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd', mountPath: '/checkpoints' }] }, "spec.volumeMounts: checkpoint.mountPath is the checkpoint volume's"],
   ['a volume that takes the checkpoint volume\'s name', { ...m(), volumes: [{ name: 'telastic-checkpoints', emptyDir: {} }] }, "spec.volumes: telastic-checkpoints is the checkpoint volume's name"],
 ];
 

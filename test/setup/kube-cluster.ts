@@ -196,7 +196,9 @@ export async function startCluster(): Promise<KubeCluster> {
       '--bind-address=127.0.0.1', `--secure-port=${controllerManager}`, '--leader-elect=false',
       // The legacy token controller needs the signing key; tokens are projected (TokenRequest) anyway.
       "--controllers=*,-serviceaccount-token", `--root-ca-file=${pki.ca}`, `--service-cluster-ip-range=${net.serviceCidr}`,
-      '--use-service-account-credentials=false']);
+      '--use-service-account-credentials=false',
+      // The HPA looks every 5 s, not every 15 s: the autoscaling case waits for it twice.
+      '--horizontal-pod-autoscaler-sync-period=5s']);
     start('kube-scheduler', [bin('kube-scheduler'), `--kubeconfig=${kc('scheduler')}`,
       `--authentication-kubeconfig=${kc('scheduler')}`, `--authorization-kubeconfig=${kc('scheduler')}`,
       '--bind-address=127.0.0.1', `--secure-port=${scheduler}`, '--leader-elect=false']);
