@@ -52,7 +52,7 @@ export const telasticJobSpecSchema = z
     checkpoint: z
       .object({
         volume: z.record(z.unknown()),
-        mountPath: z.string().regex(/^\//, 'an absolute path').default('/checkpoints'),
+        mountPath: z.string().max(4096).regex(/^\//, 'an absolute path').default('/checkpoints'),
         keep: int.min(1).optional(),
       })
       .optional(),
@@ -68,7 +68,7 @@ export const telasticJobSpecSchema = z
       .refine((v) => v.every((x) => x.name !== CHECKPOINT_VOLUME), `${CHECKPOINT_VOLUME} is the checkpoint volume's name`)
       .optional(),
     volumeMounts: z
-      .array(z.object({ name: volumeName, mountPath: z.string().regex(/^\//, 'an absolute path'), readOnly: z.boolean().optional(), subPath: z.string().optional() }))
+      .array(z.object({ name: volumeName, mountPath: z.string().max(4096).regex(/^\//, 'an absolute path'), readOnly: z.boolean().optional(), subPath: z.string().optional() }))
       .max(100)
       .optional(),
     resources: z.object({ limits: z.record(quantity).optional(), requests: z.record(quantity).optional() }).optional(),

@@ -125,6 +125,8 @@ const badSchema: Array<[string, Record<string, unknown>, string]> = [
   ['a volume named in capitals', { ...m(), volumes: [{ name: 'Data', emptyDir: {} }] }, 'volumes.0.name'],
   ['a volume without a name', { ...m(), volumes: [{ emptyDir: {} }] }, 'volumes.0.name'],
   ['a relative mount path', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd', mountPath: 'data' }] }, 'volumeMounts.0.mountPath'],
+  ['a mount path longer than PATH_MAX', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd', mountPath: `/${'d'.repeat(4096)}` }] }, 'volumeMounts.0.mountPath'],
+  ['a checkpoint mount path longer than PATH_MAX', { ...m(), checkpoint: { volume: { emptyDir: {} }, mountPath: `/${'c'.repeat(4096)}` } }, 'checkpoint.mountPath'],
   ['a mount without a path', { ...m(), volumes: [{ name: 'd', emptyDir: {} }], volumeMounts: [{ name: 'd' }] }, 'volumeMounts.0.mountPath'],
 ];
 
