@@ -1,0 +1,155 @@
+/**
+ * The peer watch's sockets (src/agent/peer-watch.ts), with a real peer agent in a child process
+ * (test/agent/fixtures/peer-agent.js): killed with SIGKILL, its connection closes at once and the
+ * watcher says so; frozen with SIGSTOP, it does not (the heartbeat timeout catches that); a round
+ * it ends normally, or an agent that stops normally, is blamed for nothing.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import pino from 'pino';
+import { createPeerWatch, type PeerLost, type PeerWatch, type Watching } from '../../src/agent/peer-watch';
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'peer-agent.js');
+const log = pino({ level: 'silent' });
+const me = { jobId: 'job1', round: 3, nodeId: 'watcher' };
+
+const children: ChildProcess[] = [];
+const watchers: Watching[] = [];
+const agents: PeerWatch[] = [];
+afterEach(async () => {
+  for (const w of watchers.splice(0)) w.close();
+  for (const a of agents.splice(0)) await a.close();
+  for (const c of children.splice(0)) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    c.kill('SIGCONT');
+    c.kill('SIGKILL');
+    await new Promise((r) => c.once('exit', r));
+  }
+});
+
+/** A peer agent in its own process, listening; resolves with it and its port. */
+async function peerAgent(): Promise<{ proc: ChildProcess; port: number; lines: string[] }> {
+  const proc = spawn(process.execPath, [FIXTURE], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(proc);
+  const lines: string[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    proc.once('exit', (code, sig) => reject(new Error(`peer agent exited (${code ?? sig}) before listening`)));
+    proc.stdout!.setEncoding('utf8');
+    let buf = '';
+    proc.stdout!.on('data', (c: string) => {
+      buf += c;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        lines.push(line);
+        const m = /^port (\d+)$/.exec(line);
+        if (m) resolve(Number(m[1]));
+      }
+    });
+  });
+  return { proc, port, lines };
+}
+
+function watcher(port: number): Watching {
+  const a = createPeerWatch({ bindAddress: '127.0.0.1', nodeId: 'watcher', log });
+  agents.push(a);
+  const w = a.watch(me, { nodeId: 'peer', addr: '127.0.0.1', port });
+  watchers.push(w);
+  return w;
+}
+
+const within = <T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> => Promise.race([p, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms).unref())]);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Long enough for the hello to reach the peer (the kernel accepts before the process reads). */
+const SETTLE_MS = 300;
+
+test('a peer agent killed with SIGKILL: the watcher sees its connection close within a bound', async () => {
+  const peer = await peerAgent();
+  const w = watcher(peer.port);
+  await sleep(SETTLE_MS);
+  const t0 = Date.now();
+  peer.proc.kill('SIGKILL');
+  const lost = await within(w.lost, 2_000);
+  const ms = Date.now() - t0;
+  console.log(`peer watch: SIGKILL of the peer agent seen in ${ms} ms`);
+  expect(lost).not.toBe('timeout');
+  expect((lost as PeerLost).peer).toBe('peer');
+  expect(ms).toBeLessThan(2_000);
+});
+
+test('a peer agent frozen with SIGSTOP: its connection stays open, nothing is reported', async () => {
+  const peer = await peerAgent();
+  const w = watcher(peer.port);
+  await sleep(SETTLE_MS);
+  peer.proc.kill('SIGSTOP');
+  expect(await within(w.lost, 2_000)).toBe('timeout');
+  // Woken, it is as alive as before; killed then, it is noticed.
+  peer.proc.kill('SIGCONT');
+  await sleep(SETTLE_MS);
+  peer.proc.kill('SIGKILL');
+  expect(await within(w.lost, 2_000)).toMatchObject({ peer: 'peer' });
+});
+
+test('a peer that ends the round normally, then exits, is blamed for nothing', async () => {
+  const peer = await peerAgent();
+  const w = watcher(peer.port);
+  await sleep(SETTLE_MS);
+  peer.proc.stdin!.write(`end ${me.jobId} ${me.round}\n`);
+  peer.proc.stdin!.write('exit\n');
+  const code = await new Promise((r) => peer.proc.once('exit', r));
+  expect(code).toBe(0);
+  expect(await within(w.lost, 1_000)).toBe('timeout');
+});
+
+test('a watcher that comes after the peer ended its round hears bye, not a loss', async () => {
+  const peer = await peerAgent();
+  peer.proc.stdin!.write(`end ${me.jobId} ${me.round}\n`);
+  await sleep(SETTLE_MS);
+  const w = watcher(peer.port);
+  await sleep(SETTLE_MS);
+  expect(await within(w.lost, 1_000)).toBe('timeout');
+  // The peer is still alive, so a later round's watch of it would still see a kill.
+});
+
+test('a peer agent that no longer listens (ECONNREFUSED) is gone', async () => {
+  const peer = await peerAgent();
+  peer.proc.kill('SIGKILL');
+  await new Promise((r) => peer.proc.once('exit', r));
+  const w = watcher(peer.port);
+  expect(await within(w.lost, 2_000)).toEqual({ peer: 'peer', error: 'ECONNREFUSED' });
+});
+
+test('a watcher whose own round ends closes without blame; the peer is not told of a loss either', async () => {
+  const peer = await peerAgent();
+  const w = watcher(peer.port);
+  await sleep(SETTLE_MS);
+  w.close();
+  peer.proc.kill('SIGKILL');
+  expect(await within(w.lost, 1_000)).toBe('timeout');
+});
+
+test('a round forming stops the watchers of earlier rounds without blame (in one process, two agents)', async () => {
+  const b = createPeerWatch({ bindAddress: '127.0.0.1', nodeId: 'b', log });
+  agents.push(b);
+  const a = createPeerWatch({ bindAddress: '127.0.0.1', nodeId: 'a', log });
+  agents.push(a);
+  const port = await b.port();
+  const w = a.watch({ jobId: 'job1', round: 3, nodeId: 'a' }, { nodeId: 'b', addr: '127.0.0.1', port });
+  watchers.push(w);
+  await sleep(SETTLE_MS);
+  b.roundForming('job1', 4);
+  expect(await within(w.lost, 1_000)).toBe('timeout');
+  // A hello that is not one is dropped; the listener keeps serving.
+  const junk = await new Promise<string>((resolve) => {
+    const s = require('node:net').connect({ host: '127.0.0.1', port }, () => s.write('nonsense\n'));
+    s.on('close', () => resolve('closed'));
+  });
+  expect(junk).toBe('closed');
+  const w2 = a.watch({ jobId: 'job1', round: 4, nodeId: 'a' }, { nodeId: 'b', addr: '127.0.0.1', port });
+  watchers.push(w2);
+  await sleep(SETTLE_MS);
+  b.endAll();
+  expect(await within(w2.lost, 1_000)).toBe('timeout');
+});
