@@ -252,9 +252,10 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
     if (!health.ok) throw ApplicationFailure.create({ message: health.reason, type: HEALTH_CHECK_FAILED, nonRetryable: true, details: [{ exitCode: health.exitCode }] });
     const port = await reservePort(deps.bindAddress);
-    const watchPort = await peers.port();
+    // Without a listener the node is watched by heartbeats only, as before peer watch.
+    const watchPort = await peers.port().catch((err: Error) => void deps.log.warn({ err: err.message }, 'peer watch: cannot listen: this node is noticed lost by heartbeats only'));
     deps.log.info({ round: input.round, port, watchPort }, 'prepared');
-    return { nodeId: deps.nodeId, port, watchPort };
+    return { nodeId: deps.nodeId, port, ...(watchPort ? { watchPort } : {}) };
   }
 
   async function runWorkers(a: RoundAssignment): Promise<RunWorkersResult> {
