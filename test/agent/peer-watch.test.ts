@@ -4,12 +4,11 @@
  * watcher says so; frozen with SIGSTOP, it does not (the heartbeat timeout catches that); a round
  * it ends normally, or an agent that stops normally, is blamed for nothing.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import pino from 'pino';
 import { createPeerWatch, type PeerLost, type PeerWatch, type Watching } from '../../src/agent/peer-watch';
+import { endChildren, startPeerAgent } from './peer-agent';
 
-const FIXTURE = path.join(__dirname, 'fixtures', 'peer-agent.js');
 const log = pino({ level: 'silent' });
 const me = { jobId: 'job1', round: 3, nodeId: 'watcher' };
 
@@ -19,36 +18,11 @@ const agents: PeerWatch[] = [];
 afterEach(async () => {
   for (const w of watchers.splice(0)) w.close();
   for (const a of agents.splice(0)) await a.close();
-  for (const c of children.splice(0)) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    c.kill('SIGCONT');
-    c.kill('SIGKILL');
-    await new Promise((r) => c.once('exit', r));
-  }
+  await endChildren(children);
 });
 
-/** A peer agent in its own process, listening; resolves with it and its port. */
-async function peerAgent(): Promise<{ proc: ChildProcess; port: number; lines: string[] }> {
-  const proc = spawn(process.execPath, [FIXTURE], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(proc);
-  const lines: string[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    proc.once('exit', (code, sig) => reject(new Error(`peer agent exited (${code ?? sig}) before listening`)));
-    proc.stdout!.setEncoding('utf8');
-    let buf = '';
-    proc.stdout!.on('data', (c: string) => {
-      buf += c;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        lines.push(line);
-        const m = /^port (\d+)$/.exec(line);
-        if (m) resolve(Number(m[1]));
-      }
-    });
-  });
-  return { proc, port, lines };
+async function peerAgent() {
+  return startPeerAgent(children);
 }
 
 function watcher(port: number): Watching {
@@ -96,7 +70,7 @@ test('a peer that ends the round normally, then exits, is blamed for nothing', a
   const peer = await peerAgent();
   const w = watcher(peer.port);
   await sleep(SETTLE_MS);
-  peer.proc.stdin!.write(`end ${me.jobId} ${me.round}\n`);
+  peer.endRound(me.jobId, me.round);
   peer.proc.stdin!.write('exit\n');
   const code = await new Promise((r) => peer.proc.once('exit', r));
   expect(code).toBe(0);
@@ -105,7 +79,7 @@ test('a peer that ends the round normally, then exits, is blamed for nothing', a
 
 test('a watcher that comes after the peer ended its round hears bye, not a loss', async () => {
   const peer = await peerAgent();
-  peer.proc.stdin!.write(`end ${me.jobId} ${me.round}\n`);
+  peer.endRound(me.jobId, me.round);
   await sleep(SETTLE_MS);
   const w = watcher(peer.port);
   await sleep(SETTLE_MS);
