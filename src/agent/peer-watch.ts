@@ -3,8 +3,13 @@
  * listener per agent, alive as long as the agent (its port goes out in every `prepare`), so a
  * refused connection means the agent is gone. Protocol, one JSON object per line:
  *   watcher → peer   {"hello":{"jobId":…,"round":…,"nodeId":…}}
- *   peer → watcher   {"bye":true}   once the peer's round ended normally, then the peer closes.
- * A close without a bye that the watcher did not cause is the peer's agent gone.
+ *   peer → watcher   {"watching":true}   the peer's agent holds the connection for that round
+ *   peer → watcher   {"bye":true}        its round ended normally (at once for an ended round); it closes
+ * A close without a bye, after `watching`, that the watcher did not cause is the peer's agent
+ * gone. Before `watching` nothing is blamed: a refused or failed connection, or one to a process
+ * that is not a peer agent (a port taken over, an address that does not reach the listener), is
+ * logged and the node is left to the heartbeat timeout, so a misconfiguration cannot drop a
+ * healthy node every round.
  */
 import net from 'node:net';
 import { z } from 'zod';
@@ -14,9 +19,13 @@ import type { Logger } from '../log';
 
 const helloSchema = z.object({ hello: z.object({ jobId: idSchema, round: z.number().int().nonnegative(), nodeId: idSchema }) });
 const byeSchema = z.object({ bye: z.literal(true) });
+const watchingSchema = z.object({ watching: z.literal(true) });
 /** A hello is far shorter; more without a newline is not a watcher. */
 const MAX_LINE = 4096;
 const BYE = `${JSON.stringify({ bye: true })}\n`;
+const WATCHING = `${JSON.stringify({ watching: true })}\n`;
+/** Lines a watcher reads from its peer: `watching`, then `bye`. */
+const PEER_LINES = 2;
 
 export interface PeerLost {
   peer: string;
@@ -44,18 +53,21 @@ export interface PeerWatch {
   close(): Promise<void>;
 }
 
-function firstLine(sock: net.Socket, onLine: (line: string) => void): void {
+/** The first `max` lines of what `sock` sends, each to `onLine`; a line longer than MAX_LINE ends it. */
+function lines(sock: net.Socket, max: number, onLine: (line: string) => void): void {
   let buf = '';
-  let done = false;
+  let seen = 0;
   sock.setEncoding('utf8');
   sock.on('data', (chunk: string) => {
-    if (done) return;
+    if (seen >= max) return;
     buf += chunk;
-    const nl = buf.indexOf('\n');
-    if (nl >= 0) {
-      done = true;
+    let nl;
+    while (seen < max && (nl = buf.indexOf('\n')) >= 0) {
+      seen++;
       onLine(buf.slice(0, nl));
-    } else if (buf.length > MAX_LINE) sock.destroy();
+      buf = buf.slice(nl + 1);
+    }
+    if (seen < max && buf.length > MAX_LINE) sock.destroy();
   });
 }
 
@@ -83,10 +95,11 @@ export function createPeerWatch(o: { bindAddress: string; nodeId: string; log: L
   function accept(sock: net.Socket): void {
     sock.on('error', () => undefined); // a watcher gone is its own agent's business
     sock.setNoDelay(true);
-    firstLine(sock, (line) => {
+    lines(sock, 1, (line) => {
       const h = parse(helloSchema, line)?.hello;
       if (!h) return void sock.destroy();
       if (over(h.jobId, h.round)) return bye(sock);
+      sock.write(WATCHING);
       const k = key(h.jobId, h.round);
       const entry = inbound.get(k) ?? { jobId: h.jobId, round: h.round, socks: new Set<net.Socket>() };
       inbound.set(k, entry);
@@ -119,18 +132,21 @@ export function createPeerWatch(o: { bindAddress: string; nodeId: string; log: L
   function watch(me: { jobId: string; round: number; nodeId: string }, target: WatchTarget): Watching {
     let closedByUs = false;
     let saidBye = false;
+    let armed = false;
     let error: string | null = null;
     let settle: (l: PeerLost) => void = () => undefined;
     const lost = new Promise<PeerLost>((resolve) => (settle = resolve));
     const sock = net.connect({ host: target.addr, port: target.port });
     sock.setNoDelay(true);
     sock.on('connect', () => sock.write(`${JSON.stringify({ hello: me })}\n`));
-    firstLine(sock, (line) => {
+    lines(sock, PEER_LINES, (line) => {
       if (parse(byeSchema, line)) saidBye = true;
+      else if (parse(watchingSchema, line)) armed = true;
     });
     sock.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
     sock.on('close', () => {
-      if (!peerGone({ bye: saidBye, closedByUs, error })) return;
+      if (!armed && !closedByUs && !saidBye) o.log.warn({ round: me.round, peer: target.nodeId, addr: target.addr, port: target.port, error }, 'peer watch: no watch of the peer (it never answered as a peer agent): it is noticed lost by heartbeats only');
+      if (!peerGone({ armed, bye: saidBye, closedByUs, error })) return;
       o.log.warn({ round: me.round, peer: target.nodeId, error }, 'peer watch: the peer\'s agent connection closed');
       settle({ peer: target.nodeId, error });
     });

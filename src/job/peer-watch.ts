@@ -39,6 +39,8 @@ export function watchTargets(participants: { nodeId: string; address: string }[]
 
 /** How a watcher's connection to its peer ended, as the agent saw it. */
 export interface WatchClose {
+  /** The peer's agent answered the watcher's hello: it holds the connection for this round. */
+  armed: boolean;
   /** The peer's agent said its round ended (its workers stopped normally) before the close. */
   bye: boolean;
   /** The watcher itself closed it (its own round ended). */
@@ -48,12 +50,14 @@ export interface WatchClose {
 }
 
 /**
- * Whether a close is evidence that the peer's agent is gone: any close the watcher did not cause
- * and the peer did not announce. ECONNREFUSED counts too: the agent's watch listener lives as
- * long as the agent, and it gave this port in this round's `prepare`.
+ * Whether a close is evidence that the peer's agent is gone: a close of a connection the peer's
+ * agent had answered, that the watcher did not cause and the peer did not announce. A connection
+ * never answered (refused, timed out, or to a process that is not a peer agent) blames no one: a
+ * wrong address or a port taken over must not drop a healthy node every round; the heartbeat
+ * timeout still notices a node that died before its watcher connected.
  */
 export function peerGone(c: WatchClose): boolean {
-  return !c.bye && !c.closedByUs;
+  return c.armed && !c.bye && !c.closedByUs;
 }
 
 /** The line a watcher reports: `peer b's agent connection closed (ECONNRESET), seen by a`. */

@@ -42,17 +42,20 @@ describe('watchTargets: a ring by group rank', () => {
 });
 
 describe('peerGone: which closes blame the peer', () => {
-  test.each([
-    [false, false, null, true],
-    [false, false, 'ECONNRESET', true],
-    [false, false, 'ECONNREFUSED', true],
-    [true, false, null, false],
-    [true, false, 'ECONNRESET', false],
-    [false, true, null, false],
-    [false, true, 'ECONNRESET', false],
-    [true, true, null, false],
-  ])('bye %s, closed by us %s, error %s → gone %s', (bye, closedByUs, error, gone) => {
-    expect(peerGone({ bye, closedByUs, error })).toBe(gone);
+  // Every combination: only an answered connection, closed unannounced and not by us, blames.
+  const cases: [boolean, boolean, boolean, string | null, boolean][] = [];
+  for (const armed of [false, true])
+    for (const bye of [false, true])
+      for (const closedByUs of [false, true])
+        for (const error of [null, 'ECONNRESET', 'ECONNREFUSED']) cases.push([armed, bye, closedByUs, error, armed && !bye && !closedByUs]);
+  test.each(cases)('armed %s, bye %s, closed by us %s, error %s → gone %s', (armed, bye, closedByUs, error, gone) => {
+    expect(peerGone({ armed, bye, closedByUs, error })).toBe(gone);
+  });
+
+  test('the cases that blame: a plain EOF or a reset of an answered connection', () => {
+    expect(peerGone({ armed: true, bye: false, closedByUs: false, error: null })).toBe(true);
+    expect(peerGone({ armed: true, bye: false, closedByUs: false, error: 'ECONNRESET' })).toBe(true);
+    expect(peerGone({ armed: false, bye: false, closedByUs: false, error: 'ECONNREFUSED' })).toBe(false);
   });
 });
 
