@@ -2,8 +2,10 @@
  * Peer watch (issue 21): a node killed with SIGKILL is noticed through its agent's connection to
  * its round peer closing, long before its heartbeat timeout, and the survivor re-forms without
  * waiting for the dead node's `prepare`. The workload has no collectives (test/fixtures/worker.py),
- * so without peer watch only the heartbeat timeout (20 s here) would notice the loss.
+ * so without peer watch only the heartbeat timeout (20 s here) would notice the loss. And the price
+ * of a wrong drop: a live node whose watch connection the network resets is dropped, then rejoins.
  */
+import { execFileSync } from 'node:child_process';
 import { testAddress } from '../setup/temporal';
 import { WORKER, alive, finish, recordedPids, startAgent, status, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite } from './harness';
 
@@ -59,4 +61,37 @@ function pidsAfter(out: string, round: number, node: string): string[] {
     const m = /^pid\.(\d+)\.(.+)\.(\d+)$/.exec(f);
     return m !== null && Number(m[1]) > round && m[2] === node;
   });
+}
+
+test('a healthy node wrongly dropped (its watch connection reset by the network): it rejoins at the next boundary, no further restart', async () => {
+  const out = tmpDir('peer-reset');
+  const job = uniqueJobId('peer-reset');
+  const conf = `heartbeat_timeout=${HEARTBEAT_S},last_call_timeout=1,join_timeout=60,prepare_timeout=${PREPARE_S}`;
+  const args = ['--nnodes', '1:2', '--nproc-per-node', '2', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', conf, '--shutdown-timeout', '3', '--monitor-interval', '0.1', WORKER, '--out', out];
+  const pair = ['reset-a', 'reset-b'].map((n) => startAgent(testAddress(), n, args));
+  e2e.agents.push(...pair);
+  const first = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.state === 'running');
+  await waitFor('4 workers', () => recordedPids(out, first.round).length === 4);
+  // What a network that drops a connection looks like: the kernel aborts the sockets that
+  // connect to reset-b's listening ports (its watch port among them), nothing else changes.
+  const ports = listeningPorts(pair[1].proc.pid!);
+  expect(ports.length).toBeGreaterThan(0);
+  for (const p of ports) execFileSync('ss', ['-K', 'dst', '127.0.0.1', 'dport', '=', `:${p}`]);
+
+  const dropped = await waitForRound(e2e.conn, job, (s) => s.round > first.round && s.restarts === 1, 30_000);
+  expect(dropped.lastFailure).toMatchObject({ nodeId: 'reset-b', rank: null });
+  expect(dropped.lastFailure?.message).toMatch(/peer watch: peer reset-b's agent connection closed/);
+  // The dropped node learns it, stops its workers and joins again as a newcomer: admitted free.
+  const back = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.round > dropped.round && s.state === 'running', 60_000);
+  expect(back.nodes.filter((n) => n.state === 'running').map((n) => n.nodeId).sort()).toEqual(['reset-a', 'reset-b']);
+  expect(back.restarts).toBe(1);
+  finish(out);
+  expect(await Promise.all(pair.map((a) => a.exited))).toEqual([0, 0]);
+  expect((await status(e2e.conn, job)).state).toBe('succeeded');
+});
+
+/** TCP ports process `pid` listens on (ss -ltnp). */
+function listeningPorts(pid: number): number[] {
+  const lines = execFileSync('ss', ['-ltnpH'], { encoding: 'utf8' }).split('\n');
+  return lines.filter((l) => l.includes(`pid=${pid},`)).map((l) => Number(/:(\d+)\s/.exec(l.split(/\s+/).slice(3).join(' '))?.[1])).filter((p) => p > 0);
 }
