@@ -23,6 +23,8 @@ import type { GroupResult, OutputOptions, Reaper } from '../src/agent/workers/ty
 import { liveRound, type LiveRound } from '../src/agent/workers/live-round';
 import type { Logger } from '../src/log';
 import { reservePort } from './port';
+import { createPeerWatch, type PeerLost, type PeerWatch } from '../src/agent/peer-watch';
+import { peerLostMessage } from '../src/job/peer-watch';
 import { runHealthCheck, type HealthCheck } from '../src/agent/health-check';
 import type { CheckHealthInput, CheckHealthResult, NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
 import { HEALTH_CHECK_FAILED, NOT_ALLOWED, WORKERS_STUCK } from './types';
@@ -77,10 +79,21 @@ export interface NodeDeps {
    * run to adopt them (a move to a newer build, docs/upgrading.md). @default ADOPTION_WINDOW_MS
    */
   adoptionWindowMs?: number;
+  /**
+   * The agent's peer watch (src/agent/peer-watch.ts): its listener's port goes out in every
+   * `prepare`; `runWorkers` watches the peer its assignment names. @default one on bindAddress
+   */
+  peerWatch?: PeerWatch;
 }
 
 /** Long enough for the next run's first task and its `runWorkers` to reach the node. */
 export const ADOPTION_WINDOW_MS = 30_000;
+
+/**
+ * How long a worker failure waits for this node's peer watch before it is reported: a peer's
+ * agent killed breaks the collectives here too, and the watch's evidence names the cause.
+ */
+export const PEER_REPORT_GRACE_MS = 300;
 
 export interface NodeActivityHandle {
   activities: Omit<NodeActivities, 'findCheckpoint' | 'waitForCheckpoint'>;
@@ -149,6 +162,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   let startedAt = 0;
   // Processes of an ended round that SIGKILL did not end; dropped once none is alive.
   let stuck: StuckProcesses | null = null;
+  const peers = deps.peerWatch ?? createPeerWatch({ bindAddress: deps.bindAddress, nodeId: deps.nodeId, log: deps.log });
 
   const stuckLine = (): string | null => {
     const was = stuck;
@@ -169,6 +183,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   };
 
   async function stopAll(reason: string): Promise<void> {
+    // Its workers stop normally: whoever watches this agent must not blame it.
+    peers.endAll();
     const r = current;
     current = null;
     if (!r) return;
@@ -222,6 +238,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const ctx = Context.current();
     ctx.heartbeat();
     await launchFor(input.launch);
+    peers.roundForming(input.jobId, input.round);
     // Stopping workers that ignore SIGTERM takes the shutdown timeout, and more when they do not
     // die; a health check takes up to its own timeout.
     const beat = setInterval(() => ctx.heartbeat(), 1_000);
@@ -235,8 +252,10 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
     if (!health.ok) throw ApplicationFailure.create({ message: health.reason, type: HEALTH_CHECK_FAILED, nonRetryable: true, details: [{ exitCode: health.exitCode }] });
     const port = await reservePort(deps.bindAddress);
-    deps.log.info({ round: input.round, port }, 'prepared');
-    return { nodeId: deps.nodeId, port };
+    // Without a listener the node is watched by heartbeats only, as before peer watch.
+    const watchPort = await peers.port().catch((err: Error) => void deps.log.warn({ err: err.message }, 'peer watch: cannot listen: this node is noticed lost by heartbeats only'));
+    deps.log.info({ round: input.round, port, watchPort }, 'prepared');
+    return { nodeId: deps.nodeId, port, ...(watchPort ? { watchPort } : {}) };
   }
 
   async function runWorkers(a: RoundAssignment): Promise<RunWorkersResult> {
@@ -317,6 +336,15 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     }
   }
 
+  /** This node watched `lost.peer`, whose agent is gone: stop the workers here, blame the peer. */
+  function peerLostResult(a: RoundAssignment, group: LiveRound['group'], lost: PeerLost): RunWorkersResult {
+    const message = peerLostMessage(lost.peer, a.nodeId, lost.error);
+    deps.log.warn({ round: a.round, peer: lost.peer }, `${message}: stopping this node's workers`);
+    // Not awaited: the next `prepare` waits for them; the job re-forms meanwhile.
+    void group.stop(`peer ${lost.peer} lost`, deps.stopSignal?.());
+    return { state: 'peerLost', peer: lost.peer, message };
+  }
+
   async function watch(ctx: Context, a: RoundAssignment, live: LiveRound): Promise<RunWorkersResult> {
     const { group } = live;
     const me = live.claim();
@@ -324,8 +352,19 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const every = Math.max(100, a.heartbeatIntervalMs);
     // The details carry the workers' progress, which `telastic status` reads from the pending activity.
     const beat = setInterval(() => ctx.heartbeat({ round: a.round, nodeId: a.nodeId, progress: group.progress?.() ?? null }), every);
+    // The peer this node watches (src/job/peer-watch.ts): its agent gone ends this round at once.
+    const watching = a.watch ? peers.watch({ jobId: a.jobId, round: a.round, nodeId: a.nodeId }, a.watch) : null;
+    const peerLost = watching ? watching.lost.then((l) => ({ state: 'peerLost' as const, ...l })) : new Promise<never>(() => undefined);
+    let released = false;
     try {
-      const result = await Promise.race([group.wait(), ctx.cancelled]);
+      const result = await Promise.race([group.wait(), ctx.cancelled, peerLost]);
+      // A worker failing as its peer's agent dies (a broken collective) races this node's watch;
+      // the watch's evidence, due within milliseconds, names the cause, so it gets a moment.
+      if (result.state === 'failed' && watching) {
+        const late = await Promise.race([peerLost, new Promise<null>((r) => setTimeout(() => r(null), PEER_REPORT_GRACE_MS))]);
+        if (late) return peerLostResult(a, group, late);
+      }
+      if (result.state === 'peerLost') return peerLostResult(a, group, result);
       // A round that succeeded is over whatever is left; one that failed reports the node stuck.
       if (result.state === 'succeeded') return { state: 'succeeded' };
       if (result.stuck) {
@@ -344,6 +383,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
         const windowMs = deps.adoptionWindowMs ?? ADOPTION_WINDOW_MS;
         deps.log.info({ round: a.round, windowMs }, 'job run closed mid-round: workers wait for its next run to adopt them');
         live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`, deps.stopSignal?.()));
+        released = true;
         throw err;
       }
       if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');
@@ -351,6 +391,9 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
       throw err;
     } finally {
       clearInterval(beat);
+      watching?.close();
+      // The round is over here: its watchers hear so (not when the workers wait to be adopted).
+      if (!released) peers.endRound(a.jobId, a.round);
     }
   }
 

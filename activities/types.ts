@@ -34,6 +34,8 @@ export interface PrepareResult {
   nodeId: string;
   /** A free TCP port on this node, reserved for MASTER_PORT should it be group rank 0. */
   port: number;
+  /** The agent's peer watch listener (src/agent/peer-watch.ts); absent from agents of older builds. */
+  watchPort?: number;
 }
 
 /** A round's workers on this node: all exited 0, or the first to fail (its pid means nothing off the node). */
@@ -41,7 +43,12 @@ export type RunWorkersResult =
   | { state: 'succeeded' }
   | { state: 'failed'; failure: Omit<WorkerFailure, 'pid'> }
   /** Processes of the round that SIGKILL did not end: `message` is describeStuck's line. */
-  | { state: 'stuck'; message: string };
+  | { state: 'stuck'; message: string }
+  /**
+   * The connection to the agent this node watched (assignment.watch) closed unannounced: that
+   * agent is gone (src/job/peer-watch.ts). This node's workers are being stopped; `peer` is to blame.
+   */
+  | { state: 'peerLost'; peer: string; message: string };
 
 export interface SignalWorkersInput {
   jobId: string;

@@ -10,6 +10,7 @@ import type { NodeActivities } from '../activities/types';
 import { HEALTH_CHECK_FAILED, NOT_ALLOWED, WORKERS_STUCK, nodeQueue } from '../activities/types';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { Failure, NodeOutcome } from '../src/job/state';
+import { peerLostOutcomes } from '../src/job/peer-watch';
 import { groupFinishedSignal } from './messages';
 
 export interface GroupTiming {
@@ -24,7 +25,7 @@ export interface GroupTiming {
  * agent's health check failed (`why` is the check's last stderr line).
  */
 export type PrepareAnswer =
-  | { nodeId: string; ok: true; port: number }
+  | { nodeId: string; ok: true; port: number; watchPort?: number }
   | { nodeId: string; ok: false; why: string; refused?: boolean; stuck?: boolean; unhealthy?: { exitCode: number | null } };
 
 export type { NodeOutcome };
@@ -85,6 +86,11 @@ function healthFailure(err: unknown): { why: string; exitCode: number | null } |
   return { why: cause.message, exitCode: typeof exitCode === 'number' ? exitCode : null };
 }
 
+/** A port an agent gave: anything else leaves its node watched by heartbeats only. */
+function validPort(p: unknown): p is number {
+  return typeof p === 'number' && Number.isInteger(p) && p >= 1 && p <= 65_535;
+}
+
 /** `prepare` on every node of the group as a child workflow. */
 export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
   return prepareNodes(input);
@@ -98,7 +104,7 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
       onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
         .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
-          (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port }),
+          (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
           (e: unknown): PrepareAnswer => {
             const refused = failureOf(e, NOT_ALLOWED);
             if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
@@ -152,11 +158,17 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
         (r) => {
           if (r.state === 'succeeded') return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'succeeded' });
           if (r.state === 'stuck') return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'stuck', message: r.message });
+          // The node it watched is gone (src/job/peer-watch.ts): blame that one, this one is a victim.
+          if (r.state === 'peerLost') {
+            for (const o of peerLostOutcomes(a.nodeId, r.peer, r.message, (id) => outcomes.has(id))) outcomes.set(o.nodeId, o);
+            return;
+          }
           const f = r.failure;
           const failure: Failure = { nodeId: a.nodeId, rank: f.rank, exitCode: f.exitCode, signal: f.signal, message: f.message, round };
           return outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'failed', failure });
         },
         (e: unknown) => {
+          if (outcomes.has(a.nodeId)) return; // already lost by a peer's report: that is its outcome
           const stuck = failureOf(e, WORKERS_STUCK);
           outcomes.set(a.nodeId, stuck !== null ? { nodeId: a.nodeId, kind: 'stuck', message: stuck } : { nodeId: a.nodeId, ...classify(e, timing) });
         },

@@ -17,10 +17,13 @@ import type { JobRun } from './job-run';
 import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
 import { upgradeMove } from '../src/job/upgrade';
 import { noProgressVerdict } from '../src/job/progress';
+import { watchTargets } from '../src/job/peer-watch';
 
 export interface PreparedRound {
   participants: NodeRecord[];
   master: { addr: string; port: number };
+  /** Each participant's peer watch port (src/job/peer-watch.ts), when its agent gave one. */
+  watchPorts?: Record<string, number>;
 }
 
 function timing(s: JobState): GroupTiming {
@@ -91,7 +94,8 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
   // Every participant may have been drained (or left) while prepare ran: form again.
   if (unanswered.length > 0 || members.length < run.state.spec.minNodes) return null;
   const first = answers[0];
-  return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 } };
+  const watchPorts = Object.fromEntries(answers.flatMap((a) => (a.ok && a.watchPort !== undefined ? [[a.nodeId, a.watchPort]] : [])));
+  return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 }, watchPorts };
 }
 
 /**
@@ -110,7 +114,9 @@ export async function runRound(run: JobRun, prepared: PreparedRound): Promise<Ro
   // crash-loop again (src/job/progress.ts). Decided before any worker starts.
   const verdict = noProgressVerdict(s);
   if (verdict !== null) return { noProgress: verdict };
-  const assignments = d.assignRanks(s, prepared.participants, prepared.master, { resumeFrom: lookup.resumeFrom }).map((a) => ({ ...a, ...launchOf(s) }));
+  // Peer watch (issue 21): each node watches the next around the ring; runs recorded before it did not.
+  const watch = wf.patched('peer-watch') ? watchTargets(prepared.participants, prepared.watchPorts ?? {}) : undefined;
+  const assignments = d.assignRanks(s, prepared.participants, prepared.master, { resumeFrom: lookup.resumeFrom, watch }).map((a) => ({ ...a, ...launchOf(s) }));
   run.apply({ type: 'running' });
   run.publish();
   void wf.CancellationScope.nonCancellable(() => pruneOld(s, prepared.participants[0].nodeId));

@@ -67,6 +67,7 @@ const assignmentShape = {
   progressTimeoutMs: positive.max(7 * 86_400_000).optional(),
   progressStartTimeoutMs: positive.max(7 * 86_400_000).optional(),
   launch: launchSchema.optional(),
+  watch: z.object({ nodeId: idSchema, addr: text(255, 1), port: z.number().int().min(1).max(65_535) }).passthrough().optional(),
 };
 // Every field of a RoundAssignment is parsed, and nothing else is named: a field added to the
 // type without a schema here does not compile.

@@ -1,4 +1,5 @@
 import type { Entrypoint } from './spec';
+import type { WatchTarget } from './peer-watch';
 
 /** What a job submitted to a pool runs: the submitter's command and environment variables. */
 export interface Launch {
@@ -40,4 +41,6 @@ export interface RoundAssignment {
   progressStartTimeoutMs?: number;
   /** Jobs submitted to a pool: what to run (the pool agent checks it against its --allow). */
   launch?: Launch;
+  /** The agent this node's agent watches during the round (src/job/peer-watch.ts); none in a ring of one. */
+  watch?: WatchTarget;
 }

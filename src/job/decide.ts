@@ -4,6 +4,7 @@
  * come in as arguments.
  */
 import type { RoundAssignment } from './assignment';
+import type { WatchTarget } from './peer-watch';
 import { heartbeatIntervalMs } from './groups';
 import { killedByAgent } from './kill-message';
 import type { JoinRequest, ScaleRequest } from './spec';
@@ -171,7 +172,7 @@ export function assignRanks(
   state: JobState,
   participants: NodeRecord[],
   master: { addr: string; port: number },
-  extra: { resumeFrom?: string } = {},
+  extra: { resumeFrom?: string; watch?: (WatchTarget | undefined)[] } = {},
 ): RoundAssignment[] {
   const worldSize = participants.reduce((s, n) => s + n.slots, 0);
   let rankOffset = 0;
@@ -195,6 +196,7 @@ export function assignRanks(
       ...(state.spec.progressTimeoutMs ? { progressTimeoutMs: state.spec.progressTimeoutMs } : {}),
       ...(state.spec.progressTimeoutMs && state.spec.progressStartTimeoutMs ? { progressStartTimeoutMs: state.spec.progressStartTimeoutMs } : {}),
       ...(extra.resumeFrom ? { resumeFrom: extra.resumeFrom } : {}),
+      ...(extra.watch?.[groupRank] ? { watch: extra.watch[groupRank] } : {}),
     };
     rankOffset += n.slots;
     return a;

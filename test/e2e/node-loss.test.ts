@@ -29,6 +29,8 @@ test('kill -9 of an agent: its workers die with it, the job shrinks and goes on'
   const next = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.round > first.round);
   expect(next.nodes.find((n) => n.nodeId === 'kill-b')?.state).toBe('lost');
   expect(next.lastFailure).toMatchObject({ nodeId: 'kill-b', rank: null });
+  // Seen by its ring predecessor's peer watch (src/job/peer-watch.ts), not the heartbeat timeout.
+  expect(next.lastFailure?.message).toMatch(/peer watch: peer kill-b's agent connection closed, seen by kill-[ac]/);
   expect(next.restarts).toBe(1);
   finish(out);
   expect(await Promise.all([trio[0].exited, trio[2].exited])).toEqual([0, 0]);

@@ -124,13 +124,18 @@ test('kill -9 of one node: the job shrinks, resumes from the last checkpoint and
   const s = await status(e2e.conn, j.job);
   const victim = pair.find((a) => a.nodeId === s.nodes.find((n) => n.groupRank === 1)!.nodeId)!;
   victim.proc.kill('SIGKILL');
+  const killedAt = Date.now();
   const survivor = pair.find((a) => a !== victim)!;
+  await waitFor('a step at world size 2', () => progress(j.progress).some((l) => l.world === 2), 120_000, 20);
+  console.log(`pytorch e2e: kill -9 of ${victim.nodeId} → first step at world size 2 after ${((Date.now() - killedAt) / 1000).toFixed(2)} s`);
   expect(await survivor.exited).toBe(0);
   const lines = progress(j.progress);
   expect(lines.at(-1)).toEqual({ step: 200, world: 2 });
   expectResumedFromCheckpoint(lines, 2);
   const final = await status(e2e.conn, j.job);
   expect(final).toMatchObject({ state: 'succeeded', restarts: 1, lastFailure: { nodeId: victim.nodeId, rank: null } });
+  // Noticed by the survivor's peer watch, not by the survivor's broken all-reduce (blamed on no one's rank).
+  expect(final.lastFailure?.message).toMatch(new RegExp(`peer watch: peer ${victim.nodeId}'s agent connection closed`));
   expect(final.checkpoint?.path).toMatch(/ckpt_\d{8}\.pt$/);
 });
 

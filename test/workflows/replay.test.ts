@@ -25,6 +25,10 @@
  * Recorded by scripts/record-preempt-histories.sh: examples/train.py on two agents (1:2 × 1); node-b
  * is drained with --checkpoint-first, every worker checkpoints, the job goes on alone and succeeds.
  *   preempt-job.json     the checkpoint-first drain: baseline scan, checkpoint signals, the wait
+ * Recorded by scripts/record-peer-watch-history.sh: node-a and node-b (1:2 × 2); node-b's agent is
+ * killed with SIGKILL, node-a's runWorkers ends with peerLost naming it (the `peer-watch` patch),
+ * round 2 prepares node-a alone, one restart, the job succeeds.
+ *   peer-watch-job.json  the job with the patch marker, the watch ports and the peerLost result
  */
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
