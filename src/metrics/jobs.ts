@@ -57,7 +57,11 @@ export function stepJob(prev: JobTrack | undefined, s: JobSample, now: number, m
     return { track, restarts: null, recoverySeconds: null, runningSeconds: 0, observedSeconds: 0, goodput: 0 };
   }
   const dt = Math.min(Math.max(0, now - prev.at), maxGapMs);
-  const runningMs = prev.runningMs + (prev.state === 'running' ? dt : 0);
+  // Stopped and running again between two running samples: half the gap is the downtime estimate
+  // (as for the recovery below), so that a fast recovery is not booked as training.
+  const between = prev.state === 'running' && s.state === 'running' && s.restarts > prev.restarts;
+  const ranMs = prev.state === 'running' ? dt - (between ? dt / 2 : 0) : 0;
+  const runningMs = prev.runningMs + ranMs;
   const observedMs = prev.observedMs + dt;
   const midpoint = prev.at + (now - prev.at) / 2;
   let { stoppedAt, restartsWhenStopped } = prev;
@@ -69,7 +73,7 @@ export function stepJob(prev: JobTrack | undefined, s: JobSample, now: number, m
     // Only a failure's interruption is a recovery; a join, drain or scale costs no restart.
     if (stoppedAt !== null && s.restarts > restartsWhenStopped) recoverySeconds = (midpoint - stoppedAt) / 1000;
     stoppedAt = null;
-  } else if (s.state === 'running' && prev.state === 'running' && s.restarts > prev.restarts) {
+  } else if (between) {
     // Stopped and running again between two samples (a fast recovery, or a late sample): it took
     // less than the gap; half of it is the estimate, as the midpoints give everywhere else.
     recoverySeconds = (now - prev.at) / 2 / 1000;
@@ -80,7 +84,7 @@ export function stepJob(prev: JobTrack | undefined, s: JobSample, now: number, m
     track,
     restarts: added > 0 ? { cause: restartCause(s.lastFailure), count: added } : null,
     recoverySeconds,
-    runningSeconds: (prev.state === 'running' ? dt : 0) / 1000,
+    runningSeconds: ranMs / 1000,
     observedSeconds: dt / 1000,
     goodput: observedMs > 0 ? runningMs / observedMs : 0,
   };

@@ -50,6 +50,9 @@ test('a failure and its recovery both between two running samples: one recovery,
   const steps = run([[0, job('running')], [1000, job('running')], [3000, job('running', 1, lost)], [4000, job('running', 1, lost)]]);
   expect(steps.map((s) => s.recoverySeconds)).toEqual([null, null, 1, null]);
   expect(steps[2].restarts).toEqual({ cause: 'node_lost', count: 1 });
+  // Half of that gap is booked as downtime, not as training: goodput drops below 1.
+  expect(steps.map((s) => s.runningSeconds)).toEqual([0, 1, 1, 1]);
+  expect(steps.map((s) => s.goodput)).toEqual([0, 1, 2 / 3, 3 / 4]);
 });
 
 test('two restarts between samples count two, under the latest root cause', () => {
