@@ -109,7 +109,10 @@ test('submitted to a pool of 2 agents (--nproc 2): the same final weights as und
       rdzv: { heartbeatTimeoutMs: 3000, lastCallTimeoutMs: 1000, prepareTimeoutMs: 3000 },
       entrypoint: { script: TRAIN, args: ['--steps', String(COMPLETION_STEPS), '--ckpt-every', String(CKPT_EVERY), '--step-time', '0', '--final', final] },
     });
-    await expect(handle.result()).resolves.toMatchObject({ restarts: 0, worldSize: 4 });
+    await expect(handle.result()).resolves.toMatchObject({ worldSize: 4 });
+    // The restart count with its cause, so that a failure here says what restarted the job.
+    const s = await status(e2e.conn, handle.workflowId);
+    expect({ restarts: s.restarts, lastFailure: s.lastFailure }).toEqual({ restarts: 0, lastFailure: null });
   } finally {
     await stopAll(procs);
   }
