@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     const seen = new Map<number, { world: number; lost: string[] }>();
     const drops = new Map<string, string>(); // `${round}/${node}` → how
     let first = 0;
+    let wasLost = new Set<string>();
     await waitFor(`${ROUNDS} rounds after the first of world size 3`, async () => {
       const s = await getJobStatus({ connection: conn }, job).catch(() => null);
       if (!s) return false;
@@ -52,7 +53,9 @@ async function main(): Promise<void> {
       if (!first) return false;
       const lost = s.nodes.filter((n) => n.state === 'lost').map((n) => n.nodeId);
       seen.set(s.round, { world: s.worldSize, lost });
-      for (const n of lost) if (!drops.has(`${s.round}/${n}`)) drops.set(`${s.round}/${n}`, s.lastFailure?.nodeId === n ? (s.lastFailure.message ?? '') : 'lost');
+      // A drop is a node going into `lost`; it stays so until it rejoins, one drop however many samples see it.
+      for (const n of lost) if (!wasLost.has(n)) drops.set(`${s.round}/${n}`, s.lastFailure?.nodeId === n ? (s.lastFailure.message ?? '') : 'lost');
+      wasLost = new Set(lost);
       return s.round >= first + ROUNDS;
     }, 15 * 60_000, 100);
     for (const a of agents) if (a.proc.exitCode !== null) throw new Error(`agent ${a.nodeId} exited ${a.proc.exitCode} during the run: its drops would not be wrong ones\n${a.output().slice(-1500)}`);
