@@ -17,6 +17,7 @@ import { getJobStatus } from '../src/client/api';
 import { Connection } from '@temporalio/client';
 import { startDevServer } from '../src/temporal/dev-server';
 import { ROOT, startAgent, stopAll, waitFor, type Agent } from './agents';
+import { cpuSeconds } from './proc';
 
 const WORKER = path.join(ROOT, 'test', 'fixtures', 'worker.py');
 const argv = process.argv.slice(2);
@@ -34,6 +35,7 @@ function burners(): ChildProcess[] {
 async function main(): Promise<void> {
   const server = await startDevServer({ headless: true, port: 0 });
   const burn = burners();
+  const burnAt = Date.now();
   const agents: Agent[] = [];
   try {
     const out = mkdtempSync(path.join(os.tmpdir(), 'telastic-bench-drops-'));
@@ -45,12 +47,15 @@ async function main(): Promise<void> {
     const seen = new Map<number, { world: number; lost: string[] }>();
     const drops = new Map<string, string>(); // `${round}/${node}` → how
     let first = 0;
+    let firstAt = 0;
+    let restarts = 0;
     let wasLost = new Set<string>();
     await waitFor(`${ROUNDS} rounds after the first of world size 3`, async () => {
       const s = await getJobStatus({ connection: conn }, job).catch(() => null);
       if (!s) return false;
-      if (!first && s.worldSize === 3) first = s.round;
+      if (!first && s.worldSize === 3) [first, firstAt] = [s.round, Date.now()];
       if (!first) return false;
+      restarts = s.restarts;
       const lost = s.nodes.filter((n) => n.state === 'lost').map((n) => n.nodeId);
       seen.set(s.round, { world: s.worldSize, lost });
       // A drop is a node going into `lost`; it stays so until it rejoins, one drop however many samples see it.
@@ -62,6 +67,10 @@ async function main(): Promise<void> {
     writeFileSync(path.join(out, 'finish'), '');
     const byPeer = [...drops.values()].filter((m) => m.includes('peer watch: ')).length;
     console.log(`wrong drops under load (${ROUNDS} rounds from round ${first}, 3 agents alive throughout, ${os.cpus().length} cores each held by a busy loop, --rdzv-conf ${CONF || '(defaults)'})`);
+    const secs = (Date.now() - firstAt) / 1000;
+    const burnt = burn.reduce((t, b) => t + (cpuSeconds(b.pid!) ?? 0), 0);
+    const worlds = [...seen.values()].map((r) => r.world);
+    console.log(`  ${secs.toFixed(1)} s; the burners used ${burnt.toFixed(1)} CPU-seconds (${((100 * burnt) / ((Date.now() - burnAt) / 1000)).toFixed(0)} % of one core while they ran); restarts ${restarts}; world sizes seen ${worlds.join(' ')}`);
     console.log(`  rounds observed ${seen.size}; healthy nodes dropped ${drops.size} (by peer watch ${byPeer}, by a timeout ${drops.size - byPeer})`);
     for (const [k, how] of drops) console.log(`  round/node ${k}: ${how}`);
     await conn.close();
