@@ -45,6 +45,7 @@ export function runArgs(job: TelasticJob, spec: TelasticJobSpec, env: PodEnviron
     ...(spec.checkpoint?.keep ? ['--keep-checkpoints', String(spec.checkpoint.keep)] : []),
     ...(spec.module ? ['-m'] : []),
     ...(spec.noPython ? ['--no-python'] : []),
+    ...(spec.virtualLocalRank ? ['--virtual-local-rank'] : []),
     ...spec.command,
   ];
 }

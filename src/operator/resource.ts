@@ -42,6 +42,8 @@ export const telasticJobSpecSchema = z
       .refine((c) => c.length === 0 || (c[0].length > 0 && !c[0].startsWith('-')), 'the first item is the script (or module with module: true): not empty, not a flag'),
     module: z.boolean().optional(),
     noPython: z.boolean().optional(),
+    /** `--virtual-local-rank`: LOCAL_RANK 0 in every worker, CUDA_VISIBLE_DEVICES narrowed to its device. */
+    virtualLocalRank: z.boolean().optional(),
     nnodes: z
       .object({ min: int.min(1), max: int.min(1) })
       .refine((n) => n.min <= n.max, { message: 'must not exceed nnodes.max', path: ['min'] }),

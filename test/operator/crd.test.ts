@@ -66,7 +66,7 @@ const m = minimalSpec;
 const good: Array<[string, Record<string, unknown>]> = [
   ['the minimal spec', m()],
   ['every field', {
-    ...m(), imagePullPolicy: 'Never', module: true, noPython: false, replicas: 2, nprocPerNode: 4, maxRestarts: 3,
+    ...m(), imagePullPolicy: 'Never', module: true, noPython: false, virtualLocalRank: true, replicas: 2, nprocPerNode: 4, maxRestarts: 3,
     rdzvConf: { join_timeout: 600, last_call_timeout: 0, heartbeat_timeout: 2.5, prepare_timeout: 5, unusable_timeout: 60, group_size: 64 },
     checkpoint: { volume: { persistentVolumeClaim: { claimName: 'ckpt' } }, mountPath: '/ckpt', keep: 3 },
     env: [{ name: 'NCCL_DEBUG', value: 'INFO' }, { name: 'WANDB_API_KEY', valueFrom: { secretKeyRef: { name: 'wandb', key: 'key' } } }],
@@ -94,6 +94,7 @@ const badSchema: Array<[string, Record<string, unknown>, string]> = [
   ['a command that is a string', { ...m(), command: 'train.py' }, 'command'],
   ['a command item that is a number', { ...m(), command: ['t.py', 3] }, 'command.1'],
   ['no nnodes', { image: 'x', command: ['t.py'] }, 'nnodes'],
+  ['virtualLocalRank a string', { ...m(), virtualLocalRank: 'yes' }, 'virtualLocalRank'],
   ['nnodes.min 0', { ...m(), nnodes: { min: 0, max: 2 } }, 'nnodes.min'],
   ['nnodes.max 1.5', { ...m(), nnodes: { min: 1, max: 1.5 } }, 'nnodes.max'],
   ['nnodes without max', { ...m(), nnodes: { min: 1 } }, 'nnodes.max'],

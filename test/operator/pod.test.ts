@@ -110,6 +110,13 @@ describe('a node\'s pod', () => {
     expect(parseRunArgs(expand(runArgs(j, np, ENV), { TELASTIC_POD_NAME: 'train-0', TELASTIC_POD_IP: '10.0.0.1' }).slice(1), {}, sys).entrypoint).toEqual({ script: '/bin/train', args: ['-v'], module: false, noPython: true });
   });
 
+  it('virtualLocalRank is --virtual-local-rank, a flag of telastic\'s and not of the script', () => {
+    const pod = (extra: Record<string, unknown>) => parseRunArgs(expand(runArgs(j, telasticJobSpecSchema.parse({ ...full, ...extra }), ENV), { TELASTIC_POD_NAME: 'train-0', TELASTIC_POD_IP: '10.0.0.1' }).slice(1), {}, sys);
+    const v = pod({ virtualLocalRank: true });
+    expect({ virtualLocalRank: v.virtualLocalRank, args: v.entrypoint.args }).toEqual({ virtualLocalRank: true, args: ['--lr', '0.1'] });
+    expect(pod({}).virtualLocalRank).toBe(false);
+  });
+
   it('without a checkpoint or a secret: no volume, no envFrom; with them: both', () => {
     const bare = podFor(j, telasticJobSpecSchema.parse({ image: 'i', command: ['t.py'], nnodes: { min: 1, max: 1 } }), 0, ENV);
     expect(bare.spec!.volumes).toBeUndefined();
