@@ -111,7 +111,12 @@ async function main(): Promise<void> {
   const c = cpu();
   say(`start → all ${N} running (round ${first}): ${secs(startMs)}; CPU meanwhile: server ${c.perGroup.server} %, agents ${c.perGroup.agents} % (of one core), machine ${c.machine} % (of ${os.cpus().length} cores)`);
   const dead = agents.filter((a) => a.proc.exitCode !== null);
-  if (dead.length) say(`agents that exited early: ${dead.map((a) => `${a.nodeId} (${a.proc.exitCode}): ${a.output().trim().split('\n').pop()}`).join('; ')}`);
+  if (dead.length) {
+    // Each one's whole output stays beside the run's files; the line said here is its fatal error.
+    for (const a of dead) writeFileSync(path.join(out, `${a.nodeId}.log`), a.output());
+    const fatal = (a: Agent) => a.output().split('\n').find((l) => /^(Error|FATAL|RangeError|TypeError)\b/.test(l)) ?? a.output().trim().split('\n').pop();
+    say(`agents that exited early (${dead.length}; their output in ${out}): ${dead.map((a) => `${a.nodeId} (${a.proc.exitCode}): ${fatal(a)}`).join('; ')}`);
+  }
 
   await new Promise((r) => setTimeout(r, 5000)); // settle: RSS after the round formed
   const steady = cpuWindow({ server: [server.pid], agents: agents.map((a) => a.proc.pid!) });
