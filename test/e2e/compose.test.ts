@@ -158,7 +158,9 @@ test('compose up brings the stack up healthy; a pool job runs on two agent conta
     const logs = await compose(['logs', '--no-color', 'agent']);
     const granted = logs.lastIndexOf(`node ${survivor}: granted to job ${job}`);
     return (granted >= 0 && logs.indexOf(`node ${survivor}: free`, granted) > granted) || null;
-  }, 30_000, 500);
+  }, 30_000, 500).catch(async (err: Error) => {
+    throw new Error(`${err.message} (node ${survivor}):\n${await compose(['logs', '--no-color', '--tail', '30', '--timestamps', 'agent'])}`);
+  });
   await conn.close();
   conn = undefined;
 
