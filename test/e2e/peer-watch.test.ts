@@ -6,6 +6,8 @@
  * of a wrong drop: a live node whose watch connection the network resets is dropped, then rejoins.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { testAddress } from '../setup/temporal';
 import { WORKER, alive, finish, recordedPids, startAgent, status, tmpDir, uniqueJobId, waitFor, waitForRound, e2eSuite } from './harness';
 
@@ -13,15 +15,21 @@ const e2e = e2eSuite();
 const HEARTBEAT_S = 20;
 const PREPARE_S = 10;
 
-test('kill -9 of an agent: the survivor runs again well before heartbeat_timeout, the dead node is blamed once', async () => {
-  const out = tmpDir('peer');
-  const job = uniqueJobId('peer');
+/** Two agents (`<name>-a`, `<name>-b`, 1:2 × 2) of one job, once all four workers run. */
+async function pairRunning(name: string) {
+  const out = tmpDir(name);
+  const job = uniqueJobId(name);
   const conf = `heartbeat_timeout=${HEARTBEAT_S},last_call_timeout=1,join_timeout=60,prepare_timeout=${PREPARE_S}`;
   const args = ['--nnodes', '1:2', '--nproc-per-node', '2', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', conf, '--shutdown-timeout', '3', '--monitor-interval', '0.1', WORKER, '--out', out];
-  const pair = ['peer-a', 'peer-b'].map((n) => startAgent(testAddress(), n, args));
+  const pair = [`${name}-a`, `${name}-b`].map((n) => startAgent(testAddress(), n, args));
   e2e.agents.push(...pair);
   const first = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.state === 'running');
   await waitFor('4 workers', () => recordedPids(out, first.round).length === 4);
+  return { out, job, pair, first };
+}
+
+test('kill -9 of an agent: the survivor runs again well before heartbeat_timeout, the dead node is blamed once', async () => {
+  const { out, job, pair, first } = await pairRunning('peer');
   const victimPids = pidsOf(out, first.round, 'peer-b');
   expect(victimPids).toHaveLength(2);
 
@@ -51,27 +59,19 @@ test('kill -9 of an agent: the survivor runs again well before heartbeat_timeout
 
 /** Worker pid files of `node` in `round`: `pid.<round>.<node>.<local rank>`. */
 function pidsOf(out: string, round: number, node: string): number[] {
-  const fs = require('node:fs') as typeof import('node:fs');
-  return fs.readdirSync(out).filter((f) => f.startsWith(`pid.${round}.${node}.`)).map((f) => Number(fs.readFileSync(require('node:path').join(out, f), 'utf8')));
+  return readdirSync(out).filter((f) => f.startsWith(`pid.${round}.${node}.`)).map((f) => Number(readFileSync(path.join(out, f), 'utf8')));
 }
 
+/** Worker pid files of `node` in rounds after `round`. */
 function pidsAfter(out: string, round: number, node: string): string[] {
-  const fs = require('node:fs') as typeof import('node:fs');
-  return fs.readdirSync(out).filter((f) => {
+  return readdirSync(out).filter((f) => {
     const m = /^pid\.(\d+)\.(.+)\.(\d+)$/.exec(f);
     return m !== null && Number(m[1]) > round && m[2] === node;
   });
 }
 
 test('a healthy node wrongly dropped (its watch connection reset by the network): it rejoins at the next boundary, no further restart', async () => {
-  const out = tmpDir('peer-reset');
-  const job = uniqueJobId('peer-reset');
-  const conf = `heartbeat_timeout=${HEARTBEAT_S},last_call_timeout=1,join_timeout=60,prepare_timeout=${PREPARE_S}`;
-  const args = ['--nnodes', '1:2', '--nproc-per-node', '2', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', conf, '--shutdown-timeout', '3', '--monitor-interval', '0.1', WORKER, '--out', out];
-  const pair = ['reset-a', 'reset-b'].map((n) => startAgent(testAddress(), n, args));
-  e2e.agents.push(...pair);
-  const first = await waitForRound(e2e.conn, job, (s) => s.worldSize === 4 && s.state === 'running');
-  await waitFor('4 workers', () => recordedPids(out, first.round).length === 4);
+  const { out, job, pair, first } = await pairRunning('reset');
   // What a network that drops a connection looks like: the kernel aborts the sockets that
   // connect to reset-b's listening ports (its watch port among them), nothing else changes.
   const ports = listeningPorts(pair[1].proc.pid!);
