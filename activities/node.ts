@@ -26,7 +26,7 @@ import { reservePort } from './port';
 import { createPeerWatch, type PeerLost, type PeerWatch } from '../src/agent/peer-watch';
 import { peerLostMessage } from '../src/job/peer-watch';
 import { runHealthCheck, type HealthCheck } from '../src/agent/health-check';
-import type { CheckHealthInput, CheckHealthResult, NodeActivities, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
+import type { CheckHealthInput, CheckHealthResult, NodeActivities, NudgeInput, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
 import { HEALTH_CHECK_FAILED, NOT_ALLOWED, WORKERS_STUCK } from './types';
 
 export interface NodeDeps {
@@ -107,6 +107,10 @@ export interface NodeActivityHandle {
   stopStale(keep: string | null, before: number, reason: string): Promise<void>;
   /** Worker processes of the current round still running (the agent's metrics). */
   workersRunning(): number;
+  /** Whether a round's workers run here now (the job would nudge this node on dropping it). */
+  inRound(): boolean;
+  /** Called with the job's id on every `nudge` (src/job/fate.ts); returns the unsubscribe. */
+  onNudge(fn: (jobId: string) => void): () => void;
   /**
    * `node N: workers … did not exit … after SIGKILL (state D)` while processes of an earlier
    * round that SIGKILL did not end are alive; null otherwise.
@@ -406,6 +410,12 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     return { signal, signalled };
   }
 
+  const nudged = new Set<(jobId: string) => void>();
+  async function nudge(input: NudgeInput): Promise<void> {
+    deps.log.debug({ job: input.jobId }, 'nudged by the job: asking it what changed');
+    for (const fn of nudged) fn(input.jobId);
+  }
+
   async function stopStale(keep: string | null, before: number, reason: string): Promise<void> {
     if (current && current.jobId !== keep && startedAt < before) await stopAll(reason);
   }
@@ -416,5 +426,16 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const line = stuckLine();
     return line === null ? null : `node ${deps.nodeId}: ${line}`;
   };
-  return { activities: { prepare, checkHealth, runWorkers, signalWorkers }, stopAll, stopStale, workersRunning, stuck: stuckNow };
+  return {
+    activities: { prepare, checkHealth, runWorkers, signalWorkers, nudge },
+    stopAll,
+    stopStale,
+    workersRunning,
+    inRound: () => current !== null && !current.ended,
+    onNudge(fn) {
+      nudged.add(fn);
+      return () => nudged.delete(fn);
+    },
+    stuck: stuckNow,
+  };
 }

@@ -57,6 +57,12 @@ export interface SignalWorkersInput {
   reason: string;
 }
 
+/** The job changed this node's fate (dropped, drained, refused: src/job/fate.ts); the agent asks the job which. */
+export interface NudgeInput {
+  jobId: string;
+  nodeId: string;
+}
+
 /** Node activities; `findCheckpoint` runs on a participant because it mounts the shared directory. */
 export interface NodeActivities extends CheckpointActivities {
   /**
@@ -73,6 +79,8 @@ export interface NodeActivities extends CheckpointActivities {
    * runs for this job and round; returns the signal and how many workers got it (0 when none run).
    */
   signalWorkers(input: SignalWorkersInput): Promise<{ signal: string; signalled: number }>;
+  /** Hand the nudge to whoever follows the job on this node (NodeDeps.onNudge); answers at once. */
+  nudge(input: NudgeInput): Promise<void>;
 }
 
 /** What a pool agent runs for the pool itself (workflows/pool.ts). */

@@ -32,6 +32,7 @@ const agents: Agent[] = [];
 let server: DevServer | undefined;
 let controller: ChildProcess | undefined;
 let jobId = '';
+let outDir = '';
 const serverLines: string[] = [];
 const LIMIT_RE = /limit|exceed|exhausted|too many|deadline exceeded|buffered events/i;
 /** Figures so far, each also written to stderr at once: a later failure must not lose them. */
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
   say(`scale-agents: ${N} × telastic run --nnodes ${MIN}:${N} --nproc-per-node 1 --rdzv-conf group_size=${GROUP}, ${how} (${os.cpus().length} cores, node ${process.version})`);
   server = await startDevServer({ headless: true, port: 0, onLog: (l) => LIMIT_RE.test(l) && serverLines.push(l) });
   if (!COORDINATORS) controller = spawn(process.execPath, [BIN, 'controller', '--address', server.address], { stdio: 'ignore' });
-  const out = mkdtempSync(path.join(os.tmpdir(), 'telastic-scale-agents-'));
+  const out = (outDir = mkdtempSync(path.join(os.tmpdir(), 'telastic-scale-agents-')));
   const job = (jobId = `scale-${N}-${Date.now()}`);
   const args = [...(COORDINATORS ? [] : ['--no-coordinator']), '--nnodes', `${MIN}:${N}`, '--nproc-per-node', '1', '--max-restarts', '3', '--rdzv-id', job, '--rdzv-conf', `last_call_timeout=30,group_size=${GROUP}`, WORKER, '--out', out];
   const ids = Array.from({ length: N }, (_, i) => `${job}-${String(i).padStart(4, '0')}`);
@@ -164,7 +165,11 @@ main().then(async () => {
 }, async (err) => {
   say(`stopped: ${err instanceof Error ? err.message : String(err)}`);
   if (server && jobId) await jobSummary(server.address, jobId).then(say, (e: unknown) => say(`job status: ${String(e)}`));
-  for (const a of agents.filter((x) => x.proc.exitCode !== null)) say(`${a.nodeId} exited ${a.proc.exitCode ?? a.proc.signalCode}: ${a.output().trim().split('\n').slice(-12).join(' | ').slice(0, 600)}`);
+  for (const a of agents.filter((x) => x.proc.exitCode !== null)) {
+    if (outDir) writeFileSync(path.join(outDir, `${a.nodeId}.log`), a.output());
+    const fatal = a.output().split('\n').find((l) => /^(Error|FATAL|RangeError|TypeError)\b/.test(l)) ?? a.output().trim().split('\n').pop();
+    say(`${a.nodeId} exited ${a.proc.exitCode}: ${fatal} (its output: ${path.join(outDir, `${a.nodeId}.log`)})`);
+  }
   await cleanUp();
   console.log(report.join('\n'));
   process.exit(1);

@@ -6,6 +6,8 @@
  *   last join → all running      every node's runWorkers started, in one round of N
  *   one node lost → all running  its heartbeats stop and its Worker stops polling (a kill -9, as
  *                                Temporal sees it) → the other N-1 running in a later round
+ *   dropped node returns         a live node frozen past the heartbeat timeout is dropped, nudged,
+ *                                asks, rejoins: drop → running again (bound 2 × heartbeat_timeout)
  *   heartbeats                   counted per execution at the nodes, and at the server
  *   histories                    events per round per execution, signals per lobby, peak pending
  *                                activities per execution (from the events; and described live)
@@ -21,9 +23,11 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { getJobStatus } from '../src/client/api';
+import { getJobStatus, nodeState } from '../src/client/api';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
-import { groupWorkflowId, heartbeatIntervalMs, lobbyCount } from '../src/job/groups';
+import { NODE_POLLERS } from '../src/temporal/workers';
+import { agentPollMs, groupWorkflowId, heartbeatIntervalMs, lobbyCount } from '../src/job/groups';
+import { rdzvTimingSchema } from '../src/job/spec';
 import { BIN, median, waitFor } from './agents';
 import { executionCosts, jobEventsPerRound } from './history';
 import { cpuWindow, fdCount, machineCpu, memAvailableMb, rssKb } from './proc';
@@ -43,6 +47,7 @@ const OLD_HEARTBEAT = argv.includes('--old-heartbeat');
 /** prepare_timeout in seconds (the product default is 5): how long a node may take to pick up `prepare`. */
 const PREPARE_S = Number(opt('--prepare-timeout', '5'));
 const DC = argv.flatMap((a, i) => (a === '--dc' ? [argv[i + 1]] : []));
+const HEARTBEAT_TIMEOUT_MS = rdzvTimingSchema.parse({}).heartbeatTimeoutMs;
 const LIMIT_RE = /limit|exceed|exhausted|too many|buffered events|force.?fail/i;
 
 const report: string[] = [];
@@ -108,7 +113,7 @@ function sampleResources(): void {
 }
 
 async function main(): Promise<void> {
-  say(`scale-sim: ${N} simulated nodes in ${HOSTS} process(es), group_size ${GROUP}, prepare_timeout ${PREPARE_S} s${OLD_HEARTBEAT ? ' (heartbeats every 1 s, as before)' : ''}, pollers ${POLLERS ?? 'SDK default'}, ${PER_CONN} nodes per connection, ${os.cpus().length} cores, node ${process.version}${DC.length ? `, server ${DC.join(' ')}` : ''}`);
+  say(`scale-sim: ${N} simulated nodes in ${HOSTS} process(es), group_size ${GROUP}, prepare_timeout ${PREPARE_S} s${OLD_HEARTBEAT ? ' (heartbeats every 1 s, as before)' : ''}, pollers ${POLLERS ?? `${NODE_POLLERS} (the product's)`}, ${PER_CONN} nodes per connection, ${os.cpus().length} cores, node ${process.version}${DC.length ? `, server ${DC.join(' ')}` : ''}`);
   const { cli, metricsPort } = await cliWithMetrics(DC);
   metrics.port = metricsPort;
   server = await startDevServer({ headless: true, port: 0, cli, onLog: (l) => LIMIT_RE.test(l) && serverLimitLines.push(l) });
@@ -120,7 +125,9 @@ async function main(): Promise<void> {
   const jobId = `sim-${N}-${Date.now()}`;
   const ids = Array.from({ length: N }, (_, i) => `${jobId}-${String(i).padStart(5, '0')}`);
   const spec: HostInit['spec'] = {
-    jobId, minNodes: Math.max(1, N - 1), maxNodes: N, nprocPerNode: 1, maxRestarts: 3,
+    // N-2: the lost node and the live one dropped after it both leave the job above its minimum,
+    // so each costs a re-formation of known members, not a wait for joins (last call).
+    jobId, minNodes: Math.max(1, N - 2), maxNodes: N, nprocPerNode: 1, maxRestarts: 3,
     entrypoint: { script: 'sim', args: [] }, rdzv: { groupSize: GROUP, lastCallTimeoutMs: 30_000, prepareTimeoutMs: PREPARE_S * 1000 },
     checkpointDir: mkdtempSync(path.join(os.tmpdir(), 'telastic-sim-ckpt-')),
   };
@@ -153,9 +160,11 @@ async function main(): Promise<void> {
   const lastJoin = Math.max(...joined.map((j) => j.lastAt));
   const joinErrors = joined.reduce((a, j) => a + j.errors, 0);
   say(`joins sent: first → last ${secs(lastJoin - firstJoin)}${joinErrors ? `, ${joinErrors} failed` : ''}`);
-  const all = await waitFor(`${spec.minNodes}+ of ${N} nodes running in one round`, () => roundWithAll(ids, 0, spec.minNodes), TIMEOUT_MS, 100);
+  // As before the job's minimum was N-2: all but one may form the first round.
+  const need = Math.max(1, N - 1);
+  const all = await waitFor(`${need}+ of ${N} nodes running in one round`, () => roundWithAll(ids, 0, need), TIMEOUT_MS, 100);
   await new Promise((r) => setTimeout(r, 1000)); // the last of a round of N may start a moment after N-1
-  Object.assign(all, roundWithAll(ids, all.round - 1, spec.minNodes));
+  Object.assign(all, roundWithAll(ids, all.round - 1, need));
   const jc = joinCpu();
   say(`last join → all ${all.count} running (round ${all.round}, ${all.count} of ${N} nodes): ${secs(all.at - lastJoin)} (first join → all running ${secs(all.at - firstJoin)}); CPU meanwhile (% of one core): server ${jc.perGroup.server}, controller ${jc.perGroup.controller}, sim processes ${jc.perGroup.hosts}; machine ${jc.machine} % of ${os.cpus().length} cores`);
 
@@ -180,6 +189,8 @@ async function main(): Promise<void> {
   if (argv.includes('--debug-polls')) say(nonZero(m1, 'service_pending_requests').join(' | '));
   say(`long polls held at the frontend: PollActivityTaskQueue ${polls('PollActivityTaskQueue')}, PollWorkflowTaskQueue ${polls('PollWorkflowTaskQueue')} (frontend.namespaceCount: 1,200 per API by default)`);
   const sc = steady();
+  const asked = s1.reduce((a, s) => a + s.queries, 0) - s0.reduce((a, s) => a + s.queries, 0);
+  say(`node queries to the job while running (nodes ask when nudged, or while in no round): ${(asked / WINDOW_S).toFixed(1)}/s over ${WINDOW_S} s (before nudges: every node every ${secs(agentPollMs(N))}, ${(N / (agentPollMs(N) / 1000)).toFixed(1)}/s)`);
   const perWf = new Map<string, number>();
   for (const s of s1) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) + n);
   for (const s of s0) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) - n);
@@ -198,6 +209,8 @@ async function main(): Promise<void> {
   const again = await waitFor(`the other ${rest.length} running again`, () => roundWithAll(rest, all.round), TIMEOUT_MS, 100);
   say(`one node lost (${victim}: heartbeats stopped, Worker stopped polling) → the other ${rest.length} running (round ${again.round}): ${secs(again.at - lost)}`);
 
+  await droppedReturns(connection, jobId, rest, again.round);
+
   hosts.forEach((h) => post(h, { t: 'finish' }));
   const result = await Promise.race([client.workflow.getHandle(jobId).result().then((r) => `succeeded after ${r.rounds} round(s), ${r.restarts} restart(s)`, (e: unknown) => `ended: ${String(e)}`), new Promise<string>((r) => setTimeout(() => r('did not end within 120 s of finish'), 120_000))]);
   say(`job ${result}`);
@@ -207,6 +220,24 @@ async function main(): Promise<void> {
   say(`peaks: machine CPU ${peaks.machineCpu} %, MemAvailable min ${peaks.memAvailableMin} MiB; server RSS ${mib(peaks.serverRss)}, fds ${peaks.serverFds}; sim processes RSS ${mib(peaks.hostsRss)}, fds ${peaks.hostsFds}; controller RSS ${mib(peaks.controllerRss)}`);
   const worrying = controllerLog.split('\n').filter((l) => /error|warn/i.test(l) && !/not polling for/.test(l));
   if (worrying.length) say(`controller log: ${worrying.length} warning/error line(s), last: ${worrying[worrying.length - 1].slice(0, 400)}`);
+}
+
+/**
+ * A live node the job drops: frozen (no heartbeats, no answer) for heartbeat_timeout + 2 s, as a
+ * SIGSTOP then SIGCONT would, then alive. The job nudges it as it drops it (workflows/nudge.ts);
+ * the node asks, learns it was dropped and joins again. Timed from the drop (the job's status
+ * says `lost`) to the node running in a later round; the bound is 2 × heartbeat_timeout.
+ */
+async function droppedReturns(connection: Connection, jobId: string, members: string[], round: number): Promise<void> {
+  const dropped = members[Math.floor(members.length / 3)];
+  const owner = hosts.find((h) => h.nodeIds.includes(dropped))!;
+  const pauseMs = HEARTBEAT_TIMEOUT_MS + 2000;
+  post(owner, { t: 'pause', nodeId: dropped, ms: pauseMs });
+  const droppedAt = await waitFor(`the job to drop ${dropped}`, () => nodeState({ connection }, jobId, dropped).then((v) => (v.node === 'lost' ? Date.now() : null), () => null), TIMEOUT_MS, 250);
+  const back = await waitFor(`${dropped} running again`, () => roundWithAll([dropped], round), TIMEOUT_MS, 100);
+  const took = back.at - droppedAt;
+  const bound = 2 * HEARTBEAT_TIMEOUT_MS;
+  say(`one live node dropped (${dropped}: frozen ${secs(pauseMs)}) → running again (round ${back.round}): ${secs(took)} after the job dropped it; bound 2 × heartbeat_timeout = ${secs(bound)}: ${took <= bound ? 'met' : 'NOT met'}`);
 }
 
 async function histories(client: Client, jobId: string, firstRound: number): Promise<void> {

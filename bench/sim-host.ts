@@ -1,8 +1,9 @@
 /**
  * One process of simulated nodes (bench/sim-node.ts), driven by bench/scale-sim.ts over IPC
  * (bench/sim-protocol.ts). Each node joins as an agent does (src/agent/job-membership.ts): `startJob`
- * (the existing job is used), then its join through the job's lobby with `sendToLobby`, then
- * it polls `nodeState` every `agentPollMs(maxNodes)`. The process exits with its parent.
+ * (the existing job is used), then its join through the job's lobby with `sendToLobby`; then it
+ * asks `nodeState` when the job nudges it, and every `agentPollMs(maxNodes)` while no round runs
+ * on it. The process exits with its parent.
  */
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
@@ -59,6 +60,10 @@ async function start(m: HostInit): Promise<void> {
       oldHeartbeat: m.oldHeartbeat,
       onRunning: (a) => running.push({ nodeId, round: a.round, at: Date.now() }),
       onHeartbeat: (wf) => beats.set(wf, (beats.get(wf) ?? 0) + 1),
+      onNudge: () => {
+        nudges++;
+        void ask(nodeId);
+      },
     });
     node.running.catch((err: unknown) => warn(`worker ${nodeId} ended: ${String(err)}`));
     nodes.set(nodeId, node);
@@ -69,6 +74,23 @@ async function start(m: HostInit): Promise<void> {
 const lobbyOf = (spec: HostInit['spec']) => ({ jobId: spec.jobId, maxNodes: spec.maxNodes, groupSize: spec.rdzv?.groupSize ?? 64 });
 const joinRequest = (nodeId: string): JoinRequest => ({ nodeId, address: '127.0.0.1', slots: init.spec.nprocPerNode, entrypoint: { module: false, noPython: false, ...init.spec.entrypoint }, role: 'default' });
 let rejoins = 0;
+let nudges = 0;
+let queries = 0;
+
+/** As an agent does: ask the job about the node; one the job dropped (it did not answer in time) joins again. */
+async function ask(id: string): Promise<void> {
+  const opts = { connection: client, namespace: 'default' };
+  queries++;
+  await client
+    .withDeadline(Date.now() + 5000, () => nodeState(opts, init.spec.jobId, id))
+    .then(async (v) => {
+      if (v.node !== 'lost' || nodes.get(id)?.lost) return;
+      rejoins++;
+      await sendToLobby(opts, lobbyOf(init.spec), { kind: 'join', req: joinRequest(id) });
+      send({ t: 'rejoined', nodeId: id, at: Date.now() });
+    })
+    .catch((err: unknown) => warn(`nodeState: ${String(err)}`));
+}
 
 async function join(): Promise<void> {
   const opts = { connection: client, namespace: 'default' };
@@ -90,26 +112,18 @@ async function join(): Promise<void> {
     lastAt = Date.now();
   });
   send({ t: 'joined', firstAt, lastAt, errors });
-  if (init.poll) void pollNodeStates(opts, spec.jobId, agentPollMs(spec.maxNodes));
+  if (init.poll) void pollNodeStates(agentPollMs(spec.maxNodes));
 }
 
-/** Every node asks the job about itself every `everyMs`, spread evenly, as agents do. */
-async function pollNodeStates(opts: { connection: Connection; namespace: string }, jobId: string, everyMs: number): Promise<void> {
+/** Every node not in a round asks the job about itself every `everyMs`, spread evenly, as agents do. */
+async function pollNodeStates(everyMs: number): Promise<void> {
   const ids = [...nodes.keys()];
   const gap = everyMs / ids.length;
   for (let i = 0; !stopPolls; i = (i + 1) % ids.length) {
     await new Promise((r) => setTimeout(r, gap));
-    const id = ids[i];
-    if (nodes.get(id)?.lost) continue;
-    void opts.connection
-      .withDeadline(Date.now() + 5000, () => nodeState(opts, jobId, id))
-      .then(async (v) => {
-        // As an agent does: a node the job dropped (it did not answer in time) joins again.
-        if (v.node !== 'lost' || nodes.get(id)?.lost) return;
-        rejoins++;
-        await sendToLobby(opts, lobbyOf(init.spec), { kind: 'join', req: joinRequest(id) });
-      })
-      .catch((err: unknown) => warn(`nodeState: ${String(err)}`));
+    const node = nodes.get(ids[i]);
+    if (!node || node.lost || node.inRound()) continue;
+    void ask(ids[i]);
   }
 }
 
@@ -121,8 +135,12 @@ process.on('message', (m: ToHost) => {
     nodes.get(m.nodeId)?.lose();
     send({ t: 'lost', nodeId: m.nodeId, at: Date.now() });
   }
+  if (m.t === 'pause') {
+    nodes.get(m.nodeId)?.pause(m.ms);
+    send({ t: 'paused', nodeId: m.nodeId, at: Date.now() });
+  }
   if (m.t === 'finish') for (const n of nodes.values()) n.finish();
-  if (m.t === 'stats') send({ t: 'stats', beats: Object.fromEntries(beats), rssKb: rssKb(process.pid) ?? 0, warnings: { ...Object.fromEntries(warnings), ...(rejoins ? { 'rejoined after being dropped': rejoins } : {}) } });
+  if (m.t === 'stats') send({ t: 'stats', beats: Object.fromEntries(beats), rssKb: rssKb(process.pid) ?? 0, warnings: { ...Object.fromEntries(warnings), ...(rejoins ? { 'rejoined after being dropped': rejoins } : {}) }, nudges, queries });
   if (m.t === 'exit') {
     stopPolls = true;
     process.exit(0);

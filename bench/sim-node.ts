@@ -20,14 +20,16 @@ import { nodeQueue } from '../activities/types';
 import { createCheckpointActivities } from '../src/checkpoints';
 import type { GroupResult, WorkerGroup } from '../src/agent/workers/types';
 import type { RoundAssignment } from '../src/job/assignment';
-import { TIMING } from '../src/temporal/workers';
+import { NODE_POLLERS, TIMING } from '../src/temporal/workers';
 
 export interface SimNodeOptions {
   connection: NativeConnection;
   namespace: string;
   nodeId: string;
-  /** Concurrent activity long polls of the node's Worker. @default the SDK's (up to 10), as a real agent */
+  /** Concurrent activity long polls of the node's Worker. @default NODE_POLLERS, as a real agent */
   pollers?: number;
+  /** The job nudged this node (its part changed: workflows/nudge.ts). */
+  onNudge?(): void;
   onRunning(a: RoundAssignment): void;
   /** Every heartbeat the node sends, with the workflow id of the execution it goes to. */
   onHeartbeat(workflowId: string): void;
@@ -47,6 +49,13 @@ export interface SimNode {
   /** Vanish abruptly: no more heartbeats, no answer to a stop, no more polls. */
   lose(): void;
   readonly lost: boolean;
+  /**
+   * Freeze for `ms`, as a SIGSTOP and SIGCONT would: no heartbeats, no answer to a stop, no nudge
+   * handled meanwhile (its Worker keeps polling); then alive again.
+   */
+  pause(ms: number): void;
+  /** Whether a round's stand-in group runs here (the agent's rule for asking the job). */
+  inRound(): boolean;
 }
 
 const silent = pino({ level: 'silent' });
@@ -55,6 +64,9 @@ const runRoot = mkdtempSync(path.join(os.tmpdir(), 'telastic-sim-'));
 export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
   let finished = false;
   let lost = false;
+  let frozenUntil = 0;
+  const frozen = () => lost || Date.now() < frozenUntil;
+  const thawed = () => new Promise<void>((r) => setTimeout(r, Math.max(0, frozenUntil - Date.now())));
   const ends = new Set<(r: GroupResult) => void>();
 
   const startGroup = (): WorkerGroup => {
@@ -69,10 +81,10 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     return {
       pids: [],
       wait: () => done,
-      stop: (reason?: string) => {
+      stop: async (reason?: string) => {
         if (lost) return new Promise<void>(() => undefined); // a dead node answers nothing
+        if (frozen()) await thawed();
         settle({ state: 'stopped', reason: reason ?? null, exits: [] });
-        return Promise.resolve();
       },
     };
   };
@@ -89,12 +101,16 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     onWorkersStarted: (a) => o.onRunning(a),
     startGroup,
   });
+  node.onNudge(() => {
+    if (frozen()) void thawed().then(() => !lost && o.onNudge?.());
+    else o.onNudge?.();
+  });
   const beatsOf = (ctx: Context) => {
     const real = ctx.heartbeat;
     const wf = ctx.info.workflowExecution?.workflowId ?? '';
     Object.defineProperty(ctx, 'heartbeat', {
       value: (details?: unknown) => {
-        if (lost) return;
+        if (frozen()) return;
         o.onHeartbeat(wf);
         real(details);
       },
@@ -115,7 +131,7 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     maxHeartbeatThrottleInterval: TIMING.maxHeartbeatThrottleInterval,
     defaultHeartbeatThrottleInterval: TIMING.defaultHeartbeatThrottleInterval,
     shutdownGraceTime: '5s',
-    ...(o.pollers ? { activityTaskPollerBehavior: { type: 'simple-maximum' as const, maximum: o.pollers } } : {}),
+    activityTaskPollerBehavior: { type: 'simple-maximum', maximum: o.pollers ?? NODE_POLLERS },
   });
   const running = worker.run();
   return {
@@ -133,5 +149,9 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     get lost() {
       return lost;
     },
+    pause(ms) {
+      frozenUntil = Date.now() + ms;
+    },
+    inRound: () => node.inRound(),
   };
 }

@@ -6,7 +6,9 @@
  * awaiting an activity meanwhile.
  */
 import { reduce, type JobEvent } from '../src/job/events';
+import { nodesToTell } from '../src/job/fate';
 import type { JobState } from '../src/job/state';
+import { Nudges } from './nudge';
 import { publish } from './publish';
 
 export class JobRun {
@@ -15,6 +17,7 @@ export class JobRun {
   signals = 0;
   /** Set once the run ends (continue-as-new or a final phase): the side loops finish. */
   ended = false;
+  readonly #nudges = new Nudges();
 
   constructor(state: JobState) {
     this.#state = state;
@@ -25,7 +28,9 @@ export class JobRun {
   }
 
   apply(event: JobEvent): JobState {
-    this.#state = reduce(this.#state, event);
+    const prev = this.#state;
+    this.#state = reduce(prev, event);
+    this.#nudges.send(this.#state, nodesToTell(prev, this.#state));
     return this.#state;
   }
 

@@ -88,6 +88,7 @@ export const INPUT_SCHEMAS: Record<string, z.ZodTypeAny> = {
     .refine((a) => a.rankOffset + a.localWorldSize <= a.worldSize, { message: 'rankOffset + localWorldSize exceeds worldSize', path: ['localWorldSize'] })
     .refine((a) => a.groupRank < a.groupWorldSize, { message: 'not below groupWorldSize', path: ['groupRank'] }),
   signalWorkers: z.object({ jobId: idSchema, round: nat, reason: text(1000) }).passthrough(),
+  nudge: z.object({ jobId: idSchema, nodeId: idSchema }).passthrough(),
   findCheckpoint: z.object({ jobId: idSchema, dir: filePath, keep: positive.optional() }).passthrough(),
   waitForCheckpoint: z
     .object({
@@ -178,6 +179,7 @@ const CHECKS: Record<string, (input: never, o: GuardOptions) => void | Promise<v
   checkHealth: checkHealthInput,
   runWorkers: checkAssignment,
   holdNode: (i: { nodeId: string }, o) => thisNode(o, i.nodeId),
+  nudge: (i: { nodeId: string }, o) => thisNode(o, i.nodeId),
 };
 
 /**

@@ -1,7 +1,7 @@
 /**
  * `telastic run`'s membership: the node starts its job's workflow (or finds it running), offers
- * itself through the job's lobby and follows the job through `nodeQuery` until the job ends or
- * drains the node. A node the job dropped as lost while alive stops its workers and joins again,
+ * itself through the job's lobby and follows the job until it ends or drains the node: the job
+ * nudges the node when its part changes, and the node then asks (`nodeQuery`). A node the job dropped as lost while alive stops its workers and joins again,
  * unless processes of its last round survived SIGKILL: it exits with the line that names them.
  */
 import { randomUUID } from 'node:crypto';
@@ -94,10 +94,33 @@ export function jobMembership(o: JobMembershipOptions): Membership {
       else o.preemptSignal?.addEventListener('abort', onPreempt, { once: true });
     });
     const pollMs = agentPollMs(spec.maxNodes);
+    // The job nudges this node when it drops, drains or refuses it (workflows/nudge.ts): then the
+    // node asks at once. Otherwise it asks every pollMs only while no round of the job runs here
+    // (waiting, a spare, or a nudge that never came), so the job's queries do not grow with the
+    // nodes that train; meanwhile a cheap check of the frontend keeps the contact metric honest.
+    let nudged = false;
+    let wake = () => undefined as void;
+    const offNudge = node.activities.onNudge((j) => {
+      if (j !== jobId) return;
+      nudged = true;
+      wake();
+    });
+    const nap = () => {
+      const woken = new AbortController();
+      wake = () => woken.abort();
+      const onStop = () => woken.abort();
+      stop.addEventListener('abort', onStop, { once: true });
+      return (nudged ? Promise.resolve() : abortableSleep(pollMs, woken.signal)).finally(() => stop.removeEventListener('abort', onStop));
+    };
     const watch = (async (): Promise<AgentOutcome | null> => {
       while (!done && !stop.aborted) {
-        await abortableSleep(pollMs, stop);
+        await nap();
         if (done || stop.aborted) return null;
+        if (!nudged && node.activities.inRound()) {
+          await node.client.connection.withDeadline(Date.now() + 5000, () => node.client.connection.healthService.check({})).then(() => node.contact(), () => undefined);
+          continue;
+        }
+        nudged = false;
         const me = await node.client.connection
           .withDeadline(Date.now() + 5000, () => nodeState(node.client, jobId, node.nodeId))
           .then((v) => (FINAL_PHASES.includes(v.job) ? undefined : v))
@@ -119,7 +142,9 @@ export function jobMembership(o: JobMembershipOptions): Membership {
     })();
     const first = await Promise.race([result, stopped, watch.then((w) => w ?? result)]);
     done = true;
+    wake();
     await watch; // no client call may still be in flight when the connection closes
+    offNudge();
     return first;
   }
 }

@@ -38,7 +38,7 @@ export function createMetrics() {
     },
     agent: {
       workersRunning: new Gauge({ ...r, name: 'telastic_agent_workers_running', help: 'Worker processes this agent runs now', labelNames: ['node'] }),
-      contactAge: new Gauge({ ...r, name: 'telastic_agent_contact_age_seconds', help: 'Seconds since the agent\'s job or pool last answered it (its node query, polled every second or so); past the heartbeat timeout the coordinator counts the node lost', labelNames: ['node'] }),
+      contactAge: new Gauge({ ...r, name: 'telastic_agent_contact_age_seconds', help: 'Seconds since the agent\'s job or pool last answered it (its node query; while a round of its job runs on it, the Temporal frontend\'s health check); past the heartbeat timeout the coordinator counts the node lost', labelNames: ['node'] }),
     },
   };
 }

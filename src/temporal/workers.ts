@@ -92,6 +92,9 @@ export async function createControlWorker(
   return worker;
 }
 
+/** Activity long polls per node Worker (see createNodeWorker); the scale benchmark's simulated nodes use it too. */
+export const NODE_POLLERS = 2;
+
 export async function createNodeWorker(
   connection: NativeConnection,
   namespace: string,
@@ -111,7 +114,7 @@ export async function createNodeWorker(
     // Two long polls per node, not the SDK's default of about 10: a node runs at most a prepare, a
     // runWorkers and a checkpoint lookup at once, and one frontend serves 1,200 polls per API
     // (10 per node stopped a 256-node job from forming, docs/scale.md).
-    activityTaskPollerBehavior: { type: 'simple-maximum', maximum: 2 },
+    activityTaskPollerBehavior: { type: 'simple-maximum', maximum: NODE_POLLERS },
     maxHeartbeatThrottleInterval: TIMING.maxHeartbeatThrottleInterval,
     defaultHeartbeatThrottleInterval: TIMING.defaultHeartbeatThrottleInterval,
     shutdownGraceTime: '5s',

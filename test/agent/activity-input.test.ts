@@ -104,6 +104,8 @@ describe('ids: the spec\'s id schema, on every agent', () => {
   it('refuses a node id that is not this agent\'s, a missing field and extra arguments', async () => {
     expect((await refused(run, 'runWorkers', assignment({ nodeId: 'n2' }))).message).toBe('agent n1 refuses nodeId n2: not this agent');
     expect((await refused(pool, 'holdNode', { pool: 'p', nodeId: 'n2', incarnation: 'i' })).message).toBe('agent n1 refuses nodeId n2: not this agent');
+    expect((await refused(run, 'nudge', { jobId: 'j', nodeId: 'n2' })).message).toBe('agent n1 refuses nodeId n2: not this agent');
+    expect((await refused(run, 'nudge', { nodeId: 'n1' })).message).toBe('agent n1 refuses nudge: jobId is missing');
     expect((await refused(run, 'findCheckpoint', { jobId: 'j' })).message).toBe('agent n1 refuses findCheckpoint: dir is missing');
     const { activities } = recorder();
     const signal = guardActivities(activities, run).signalWorkers as unknown as (...a: unknown[]) => Promise<unknown>;

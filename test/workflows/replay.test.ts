@@ -29,6 +29,10 @@
  * killed with SIGKILL, node-a's runWorkers ends with peerLost naming it (the `peer-watch` patch),
  * round 2 prepares node-a alone, one restart, the job succeeds.
  *   peer-watch-job.json  the job with the patch marker, the watch ports and the peerLost result
+ * Recorded by scripts/record-nudge-history.sh: node-a and node-b (1:2 × 2); node-b's agent is frozen
+ * past the heartbeat timeout, dropped as lost and nudged (the `nudge-fate` patch); thawed, it takes
+ * the nudge, asks, joins again, and a round of both runs before the job succeeds.
+ *   nudge-job.json       the job with the nudge marker and node-b's completed nudge
  */
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
