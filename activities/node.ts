@@ -107,8 +107,12 @@ export interface NodeActivityHandle {
   stopStale(keep: string | null, before: number, reason: string): Promise<void>;
   /** Worker processes of the current round still running (the agent's metrics). */
   workersRunning(): number;
-  /** Whether a round's workers run here now (the job would nudge this node on dropping it). */
-  inRound(): boolean;
+  /**
+   * Milliseconds since the job last had this node do anything (prepare, run, check, nudge): 0
+   * while a round's workers run here, Infinity before the first. A node busy with its job is
+   * nudged when its part changes (workflows/nudge.ts) and need not ask.
+   */
+  idleMs(): number;
   /** Called with the job's id on every `nudge` (src/job/fate.ts); returns the unsubscribe. */
   onNudge(fn: (jobId: string) => void): () => void;
   /**
@@ -164,6 +168,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   // The last round started here, kept after it ended: a run that adopts it gets its result.
   let current: LiveRound | null = null;
   let startedAt = 0;
+  let activeAt = 0;
+  const touch = () => void (activeAt = Date.now());
   // Processes of an ended round that SIGKILL did not end; dropped once none is alive.
   let stuck: StuckProcesses | null = null;
   const peers = deps.peerWatch ?? createPeerWatch({ bindAddress: deps.bindAddress, nodeId: deps.nodeId, log: deps.log });
@@ -214,6 +220,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
    * Run after stale workers stopped: their memory and GPUs are free again.
    */
   async function checkHealth(input: CheckHealthInput): Promise<CheckHealthResult> {
+    touch();
     const check = deps.healthCheck;
     if (!check) return { ok: true };
     const ctx = Context.current();
@@ -239,6 +246,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   }
 
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
+    touch();
     const ctx = Context.current();
     ctx.heartbeat();
     await launchFor(input.launch);
@@ -263,13 +271,14 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   }
 
   async function runWorkers(a: RoundAssignment): Promise<RunWorkersResult> {
+    touch();
     const ctx = Context.current();
     // Rounds are numbered per job and runWorkers runs once per round, so a second one for the
     // round held here is the job's next run adopting it.
     let live = current && current.jobId === a.jobId && current.round === a.round ? current : null;
     if (live) deps.log.info({ round: a.round, pids: live.group.pids }, 'workers adopted by the job\'s new run');
     else live = await start(a);
-    return watch(ctx, a, live);
+    return watch(ctx, a, live).finally(touch);
   }
 
   async function start(a: RoundAssignment): Promise<LiveRound> {
@@ -412,6 +421,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
 
   const nudged = new Set<(jobId: string) => void>();
   async function nudge(input: NudgeInput): Promise<void> {
+    touch();
     deps.log.debug({ job: input.jobId }, 'nudged by the job: asking it what changed');
     for (const fn of nudged) fn(input.jobId);
   }
@@ -431,7 +441,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     stopAll,
     stopStale,
     workersRunning,
-    inRound: () => current !== null && !current.ended,
+    idleMs: () => (current !== null && !current.ended ? 0 : activeAt === 0 ? Infinity : Date.now() - activeAt),
     onNudge(fn) {
       nudged.add(fn);
       return () => nudged.delete(fn);

@@ -190,7 +190,7 @@ async function main(): Promise<void> {
   say(`long polls held at the frontend: PollActivityTaskQueue ${polls('PollActivityTaskQueue')}, PollWorkflowTaskQueue ${polls('PollWorkflowTaskQueue')} (frontend.namespaceCount: 1,200 per API by default)`);
   const sc = steady();
   const asked = s1.reduce((a, s) => a + s.queries, 0) - s0.reduce((a, s) => a + s.queries, 0);
-  say(`node queries to the job while running (nodes ask when nudged, or while in no round): ${(asked / WINDOW_S).toFixed(1)}/s over ${WINDOW_S} s (before nudges: every node every ${secs(agentPollMs(N))}, ${(N / (agentPollMs(N) / 1000)).toFixed(1)}/s)`);
+  say(`node queries to the job while running (nodes ask when nudged, or once the job has had them idle for agentPollMs): ${(asked / WINDOW_S).toFixed(1)}/s over ${WINDOW_S} s (before nudges: every node every ${secs(agentPollMs(N))}, ${(N / (agentPollMs(N) / 1000)).toFixed(1)}/s)`);
   const perWf = new Map<string, number>();
   for (const s of s1) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) + n);
   for (const s of s0) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) - n);

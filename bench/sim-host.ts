@@ -2,8 +2,8 @@
  * One process of simulated nodes (bench/sim-node.ts), driven by bench/scale-sim.ts over IPC
  * (bench/sim-protocol.ts). Each node joins as an agent does (src/agent/job-membership.ts): `startJob`
  * (the existing job is used), then its join through the job's lobby with `sendToLobby`; then it
- * asks `nodeState` when the job nudges it, and every `agentPollMs(maxNodes)` while no round runs
- * on it. The process exits with its parent.
+ * asks `nodeState` when the job nudges it, and every `agentPollMs(maxNodes)` once the job has had
+ * it do nothing for as long. The process exits with its parent.
  */
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
@@ -115,14 +115,14 @@ async function join(): Promise<void> {
   if (init.poll) void pollNodeStates(agentPollMs(spec.maxNodes));
 }
 
-/** Every node not in a round asks the job about itself every `everyMs`, spread evenly, as agents do. */
+/** Every node the job has not had do anything for `everyMs` asks about itself, spread evenly, as agents do. */
 async function pollNodeStates(everyMs: number): Promise<void> {
   const ids = [...nodes.keys()];
   const gap = everyMs / ids.length;
   for (let i = 0; !stopPolls; i = (i + 1) % ids.length) {
     await new Promise((r) => setTimeout(r, gap));
     const node = nodes.get(ids[i]);
-    if (!node || node.lost || node.inRound()) continue;
+    if (!node || node.lost || node.idleMs() < everyMs) continue;
     void ask(ids[i]);
   }
 }

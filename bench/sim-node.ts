@@ -54,8 +54,8 @@ export interface SimNode {
    * handled meanwhile (its Worker keeps polling); then alive again.
    */
   pause(ms: number): void;
-  /** Whether a round's stand-in group runs here (the agent's rule for asking the job). */
-  inRound(): boolean;
+  /** NodeActivityHandle.idleMs: the agent's rule for asking the job. */
+  idleMs(): number;
 }
 
 const silent = pino({ level: 'silent' });
@@ -152,6 +152,6 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     pause(ms) {
       frozenUntil = Date.now() + ms;
     },
-    inRound: () => node.inRound(),
+    idleMs: () => node.idleMs(),
   };
 }

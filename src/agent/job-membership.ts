@@ -95,9 +95,10 @@ export function jobMembership(o: JobMembershipOptions): Membership {
     });
     const pollMs = agentPollMs(spec.maxNodes);
     // The job nudges this node when it drops, drains or refuses it (workflows/nudge.ts): then the
-    // node asks at once. Otherwise it asks every pollMs only while no round of the job runs here
-    // (waiting, a spare, or a nudge that never came), so the job's queries do not grow with the
-    // nodes that train; meanwhile a cheap check of the frontend keeps the contact metric honest.
+    // node asks at once. Otherwise it asks every pollMs only once the job has had it do nothing
+    // for pollMs (waiting, a spare, or a nudge that never came), so the job's queries grow neither
+    // with the nodes that train nor at each round boundary; meanwhile a cheap check of the
+    // frontend keeps the contact metric honest.
     let nudged = false;
     let wake = () => undefined as void;
     const offNudge = node.activities.onNudge((j) => {
@@ -116,7 +117,7 @@ export function jobMembership(o: JobMembershipOptions): Membership {
       while (!done && !stop.aborted) {
         await nap();
         if (done || stop.aborted) return null;
-        if (!nudged && node.activities.inRound()) {
+        if (!nudged && node.activities.idleMs() < pollMs) {
           await node.client.connection.withDeadline(Date.now() + 5000, () => node.client.connection.healthService.check({})).then(() => node.contact(), () => undefined);
           continue;
         }

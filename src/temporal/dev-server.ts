@@ -76,6 +76,18 @@ const STOP_GRACE_MS = 10_000;
 const TAIL_LINES = 40;
 
 /** Starts a dev server and resolves once it answers gRPC calls with the namespace and search attributes in place. */
+/**
+ * The dynamic config every server telastic starts has (docs/production.md, "Large jobs", says the
+ * same for a cluster). One partition per task queue: a node queue has one agent polling it with
+ * two pollers; with the default 4, 256 simulated nodes left most prepares after a round boundary
+ * unanswered within prepare_timeout in 2 of 4 runs, with 1 in none of 3 (docs/scale.md).
+ */
+export const SERVER_DEFAULTS: Record<string, string | number | boolean> = {
+  'frontend.enableServerVersionCheck': false,
+  'matching.numTaskqueueReadPartitions': 1,
+  'matching.numTaskqueueWritePartitions': 1,
+};
+
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
   const cli = opts.cli ?? (await resolveTemporalCli());
   const autoPorts = !opts.port || (!opts.headless && !opts.uiPort);
@@ -102,8 +114,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     ...(uiPort !== undefined && opts.uiCodecEndpoint ? ['--ui-codec-endpoint', opts.uiCodecEndpoint] : []),
     ...(opts.dbFile ? ['--db-filename', opts.dbFile] : []),
     '--namespace', namespace, '--log-level', opts.logLevel ?? 'warn',
-    '--dynamic-config-value', 'frontend.enableServerVersionCheck=false',
-    ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
+    ...Object.entries({ ...SERVER_DEFAULTS, ...opts.dynamicConfig }).flatMap(([k, v]) => ['--dynamic-config-value', `${k}=${JSON.stringify(v)}`]),
     ...(opts.searchAttributes === false ? [] : searchAttributeFlags()),
   ];
   const withPdeathsig = existsSync(SETPRIV);

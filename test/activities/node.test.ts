@@ -185,6 +185,29 @@ describe('a pool agent (checkLaunch injected)', () => {
     g.end({ state: 'succeeded', exits: [] });
     await expect(result).resolves.toEqual({ state: 'succeeded' });
   });
+
+  it('idleMs: Infinity before the job had the node do anything, 0 while its workers run, then time since; a nudge reaches every listener once', async () => {
+    const g = fakeGroup();
+    const node = activities(g.startGroup);
+    expect(node.idleMs()).toBe(Infinity);
+    const result = mockEnv().run(node.activities.runWorkers, assignment);
+    await waitUntil(() => g.started.length === 1);
+    await tick(30);
+    expect(node.idleMs()).toBe(0);
+    g.end({ state: 'succeeded', exits: [] });
+    await result;
+    await tick(30);
+    expect(node.idleMs()).toBeGreaterThanOrEqual(25);
+    expect(node.idleMs()).toBeLessThan(5_000);
+    const heard: string[] = [];
+    const off = node.onNudge((j) => heard.push(`a:${j}`));
+    node.onNudge((j) => heard.push(`b:${j}`));
+    await mockEnv().run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1' });
+    expect(node.idleMs()).toBeLessThan(25);
+    off();
+    await mockEnv().run(node.activities.nudge, { jobId: 'job2', nodeId: 'n1' });
+    expect(heard).toEqual(['a:job1', 'b:job1', 'b:job2']);
+  });
 });
 
 /** Waits for `cond` (a loaded machine may take a while to run the activity's first steps); 10 s at most. */

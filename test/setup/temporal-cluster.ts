@@ -187,8 +187,13 @@ async function createSchemas(home: string, pgPort: number): Promise<void> {
  * so the tests see what a production cluster does (e.g. search attribute and namespace caches
  * that refresh on their own schedule, which the dev server forces fresh on every read).
  */
+// As deploy/compose/temporal-dynamic.yaml (and SERVER_DEFAULTS of the dev servers).
 const DYNAMIC_CONFIG = `frontend.enableServerVersionCheck:
   - value: false
+matching.numTaskqueueReadPartitions:
+  - value: 1
+matching.numTaskqueueWritePartitions:
+  - value: 1
 `;
 
 function serverConfig(c: { pgPort: number; rpc: Record<Service, { grpc: number; membership: number }>; dynamicConfig: string; logLevel: string }): string {

@@ -1,0 +1,42 @@
+/**
+ * Issue 21, deliverable 1, with the server's query limits at their defaults: 256 simulated nodes
+ * (bench/scale-sim.ts: real node Workers on their own queues, one real controller, one dev server)
+ * form one job; while it trains no node queries the job; one node is killed; then a live node is
+ * frozen past the heartbeat timeout, dropped, nudged, and must run in a later round within
+ * 2 × heartbeat_timeout of the drop. The benchmark's own figures are printed.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { ROOT } from './harness';
+
+const BENCH = path.join(ROOT, 'lib', 'bench', 'scale-sim.js');
+let bench: ReturnType<typeof spawn> | undefined;
+
+afterAll(async () => {
+  if (!bench || bench.exitCode !== null || bench.signalCode !== null) return;
+  // Its own clean-up stops the server, the controller and the node processes.
+  bench.kill('SIGTERM');
+  const gone = await new Promise<boolean>((r) => {
+    bench!.once('exit', () => r(true));
+    setTimeout(() => r(false), 20_000).unref();
+  });
+  if (!gone) process.kill(-bench.pid!, 'SIGKILL');
+});
+
+test('256 simulated nodes: no node queries the job while it trains, and a live node dropped runs again within 2 × heartbeat_timeout', async () => {
+  bench = spawn(process.execPath, [BENCH, '--nodes', '256', '--window', '5', '--timeout', '180'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  bench.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  bench.stderr!.on('data', () => undefined); // the same lines, time-stamped as they happen
+  const code = await new Promise<number | null>((r) => bench!.once('exit', (c) => r(c)));
+  const lines = out.split('\n');
+  console.log(lines.filter((l) => /running|queries|dropped|lost|succeeded|EXHAUSTED/.test(l)).join('\n'));
+  expect({ code, tail: code === 0 ? '' : out.slice(-3000) }).toEqual({ code: 0, tail: '' });
+
+  const queries = lines.find((l) => l.startsWith('node queries to the job while running'));
+  expect(queries).toMatch(/: 0\.0\/s over/);
+  const dropped = lines.find((l) => l.startsWith('one live node dropped'));
+  const m = /running again \(round (\d+)\): ([\d.]+) s after the job dropped it; bound 2 × heartbeat_timeout = ([\d.]+) s: met$/.exec(dropped ?? '');
+  expect({ dropped, met: m !== null }).toEqual({ dropped: expect.any(String), met: true });
+  expect(Number(m![2])).toBeLessThanOrEqual(Number(m![3]));
+}, 600_000);
