@@ -17,6 +17,8 @@ export interface GroupTiming {
   heartbeatTimeoutMs: number;
   prepareTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** The prepare bound of the round's newcomers (newcomerPrepareTimeoutMs); absent in inputs of older runs. */
+  newcomerPrepareTimeoutMs?: number;
 }
 
 /**
@@ -71,6 +73,8 @@ export interface PrepareGroupInput {
   launch?: Launch;
   /** The job's checkpoint directory, for the agents' health checks. */
   checkpointDir?: string;
+  /** Of `nodeIds`, the nodes new to the job: their prepare bound is timing.newcomerPrepareTimeoutMs. */
+  newcomers?: string[];
 }
 
 /** The message of a node activity's failure of `type` (NOT_ALLOWED, WORKERS_STUCK), else null. */
@@ -98,10 +102,13 @@ export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAns
 
 /** `prepare` on every node; one answer per node, in the given order. */
 export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
-  const { jobId, round, timing, launch, checkpointDir } = input;
+  const { jobId, round, launch, checkpointDir } = input;
+  const newcomers = new Set(input.newcomers ?? []);
+  const newcomerTiming = { ...input.timing, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
   return Promise.all(
-    input.nodeIds.map((nodeId) =>
-      onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
+    input.nodeIds.map((nodeId) => {
+      const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
+      return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
         .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
@@ -115,8 +122,8 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },
-        ),
-    ),
+        );
+    }),
   );
 }
 

@@ -8,7 +8,7 @@
 import * as wf from '@temporalio/workflow';
 import { ChildWorkflowCancellationType, ParentClosePolicy } from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { GROUP_TASK_TIMEOUT, groupWorkflowId, partition } from '../src/job/groups';
+import { GROUP_TASK_TIMEOUT, groupWorkflowId, newcomerPrepareTimeoutMs, partition } from '../src/job/groups';
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
@@ -60,11 +60,17 @@ function launchOf(s: JobState): { launch?: Launch } {
 export async function prepareRound(run: JobRun): Promise<PreparedRound | null | { refused: string }> {
   const plan = d.planRound(run.state);
   if (plan.participants.length < run.state.spec.minNodes) return null;
+  const known = new Set(run.state.members.map((m) => m.nodeId));
+  const newcomers = new Set(plan.participants.filter((p) => !known.has(p.nodeId)).map((p) => p.nodeId));
   const s = run.apply({ type: 'roundOpened' });
   run.publish();
   const { round, spec } = s;
   const groups = partition(plan.participants.map((p) => p.nodeId), spec.rdzv.groupSize);
-  const input = (nodeIds: string[]) => ({ jobId: spec.jobId, round, nodeIds, timing: timing(s), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}) });
+  const t = { ...timing(s), newcomerPrepareTimeoutMs: newcomerPrepareTimeoutMs(spec.rdzv.prepareTimeoutMs, newcomers.size) };
+  const input = (nodeIds: string[]) => {
+    const fresh = nodeIds.filter((id) => newcomers.has(id));
+    return { jobId: spec.jobId, round, nodeIds, timing: t, ...(fresh.length ? { newcomers: fresh } : {}), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}) };
+  };
   // One group: the job runs it itself: no child workflow to land on a frozen coordinator while
   // the job recovers. Several: one child workflow each.
   const answers: PrepareAnswer[] =

@@ -65,6 +65,18 @@ export function groupWorkflowId(jobId: string, round: number, phase: 'prepare' |
 }
 
 /**
+ * How long a node new to the job (its first round, or back after it was dropped) may take to
+ * pick up `prepare`: `prepare_timeout` is for known members, whose re-formation must stay fast;
+ * a round that prepares many newcomers at once schedules that many activities at once, and on a
+ * busy server they are picked up later (1,024 new nodes with 5 s: most dropped; with 60 s: 2,
+ * docs/scale.md). `prepare_timeout` + 50 ms per newcomer, at most 120 s (or `prepare_timeout`
+ * when that is longer).
+ */
+export function newcomerPrepareTimeoutMs(prepareTimeoutMs: number, newcomers: number): number {
+  return Math.min(Math.max(prepareTimeoutMs, 120_000), prepareTimeoutMs + 50 * newcomers);
+}
+
+/**
  * How often an agent asks the job about its own node (drained, dropped, rejected): every second
  * for small jobs, slower for large ones so that all agents together send at most about
  * 50 queries per second to the job, and at least every 30 s.

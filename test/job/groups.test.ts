@@ -1,4 +1,4 @@
-import { agentPollMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, partition } from '../../src/job/groups';
+import { agentPollMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, newcomerPrepareTimeoutMs, partition } from '../../src/job/groups';
 
 describe('partition', () => {
   it('splits in order into groups of at most groupSize, the last one smaller', () => {
@@ -74,5 +74,18 @@ describe('agentPollMs', () => {
     expect(agentPollMs(10_000)).toBe(30_000);
     // All agents together: at most about 50 queries per second below the 30 s cap.
     for (const n of [64, 256, 1024]) expect(n / (agentPollMs(n) / 1000)).toBeLessThanOrEqual(50);
+  });
+});
+
+describe('newcomerPrepareTimeoutMs', () => {
+  it('prepare_timeout plus 50 ms per newcomer of the round, at most 120 s, or prepare_timeout when that is longer', () => {
+    expect(newcomerPrepareTimeoutMs(5_000, 0)).toBe(5_000);
+    expect(newcomerPrepareTimeoutMs(5_000, 2)).toBe(5_100);
+    expect(newcomerPrepareTimeoutMs(5_000, 256)).toBe(17_800);
+    expect(newcomerPrepareTimeoutMs(5_000, 1_024)).toBe(56_200);
+    expect(newcomerPrepareTimeoutMs(5_000, 2_048)).toBe(107_400);
+    expect(newcomerPrepareTimeoutMs(5_000, 10_000)).toBe(120_000);
+    expect(newcomerPrepareTimeoutMs(300_000, 2_048)).toBe(300_000);
+    expect(newcomerPrepareTimeoutMs(100, 1)).toBe(150);
   });
 });
