@@ -51,7 +51,26 @@ export const TIMING = {
   /** Heartbeats (and so cancellations) reach the server at least this often. */
   maxHeartbeatThrottleInterval: '1s',
   defaultHeartbeatThrottleInterval: '1s',
+  /**
+   * How long one workflow activation may run before the SDK ends it (its "deadlock" timeout, 5 s by
+   * default, wall-clock). On an agent starved of CPU (64 agents on 2 cores) a few-millisecond
+   * activation overran 5 s, and the SDK's vm timeout, firing inside an async context, left Node's
+   * async-hook stack corrupt: Node aborts the whole agent (`async hook stack has become
+   * corrupted`, temporalio/sdk-typescript#939; reproduced in test/temporal/isolate-timeout.test.ts).
+   * telastic's activations take milliseconds; a minute is starvation no job survives anyway.
+   */
+  isolateExecutionTimeout: '60s',
 } as const;
+
+/**
+ * What every workflow Worker of telastic's is created with. `isolateExecutionTimeout` is not in
+ * the SDK's typed options ("not exposed at the moment") but Worker.create reads it;
+ * test/temporal/isolate-timeout.test.ts creates its Worker with these and fails if it stops.
+ */
+export const WORKFLOW_WORKER_OPTIONS = {
+  stickyQueueScheduleToStartTimeout: TIMING.stickyQueueScheduleToStartTimeout,
+  isolateExecutionTimeout: TIMING.isolateExecutionTimeout,
+};
 
 /** How long a control worker may take to find out (and set) its deployment's current build. */
 const CLAIM_MS = 15_000;
@@ -76,7 +95,7 @@ export async function createControlWorker(
     // Pinned: a job's history is only ever replayed by the code that wrote it; it moves to a
     // newer build by continuing as new (workflows/upgrade.ts, docs/upgrading.md).
     workerDeploymentOptions: { useWorkerVersioning: true, version, defaultVersioningBehavior: 'PINNED' },
-    stickyQueueScheduleToStartTimeout: TIMING.stickyQueueScheduleToStartTimeout,
+    ...WORKFLOW_WORKER_OPTIONS,
   });
   // Bounded: a loaded or stopping server must not hold the worker's start (and `telastic dev`'s
   // Ctrl-C behind it). A build that could not claim says how to make it current by hand.
