@@ -2,7 +2,8 @@
  * Tell nodes their fate changed (src/job/fate.ts): one short `nudge` on each node's own queue,
  * not awaited. The node's agent then asks the job once. A nudge nobody picks up within the
  * heartbeat timeout (a dead node) times out and is forgotten. A nudge only hurries the agent:
- * one that missed it still asks while no round of the job runs on it (src/agent/job-membership.ts),
+ * one that missed it still asks once the job has left it idle for its poll interval
+ * (src/agent/job-membership.ts),
  * so past MAX_IN_FLIGHT the job nudges no one more rather than near the server's limit of
  * pending activities per execution.
  */

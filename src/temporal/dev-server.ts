@@ -75,7 +75,6 @@ const SETPRIV = '/usr/bin/setpriv';
 const STOP_GRACE_MS = 10_000;
 const TAIL_LINES = 40;
 
-/** Starts a dev server and resolves once it answers gRPC calls with the namespace and search attributes in place. */
 /**
  * The dynamic config every server telastic starts has (docs/production.md, "Large jobs", says the
  * same for a cluster). One partition per task queue: a node queue has one agent polling it with
@@ -88,6 +87,7 @@ export const SERVER_DEFAULTS: Record<string, string | number | boolean> = {
   'matching.numTaskqueueWritePartitions': 1,
 };
 
+/** Starts a dev server and resolves once it answers gRPC calls with the namespace and search attributes in place. */
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
   const cli = opts.cli ?? (await resolveTemporalCli());
   const autoPorts = !opts.port || (!opts.headless && !opts.uiPort);
