@@ -79,7 +79,7 @@ const TAIL_LINES = 40;
  * The dynamic config every server telastic starts has (docs/production.md, "Large jobs", says the
  * same for a cluster). One partition per task queue: a node queue has one agent polling it with
  * two pollers; with the default 4, 256 simulated nodes left most prepares after a round boundary
- * unanswered within prepare_timeout in 2 of 4 runs, with 1 in none of 3 (docs/scale.md).
+ * unanswered within prepare_timeout in 2 of 4 runs, with 1 in 1 of 7 (docs/scale.md).
  */
 export const SERVER_DEFAULTS: Record<string, string | number | boolean> = {
   'frontend.enableServerVersionCheck': false,
