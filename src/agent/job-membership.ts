@@ -1,8 +1,9 @@
 /**
  * `telastic run`'s membership: the node starts its job's workflow (or finds it running), offers
  * itself through the job's lobby and follows the job until it ends or drains the node: the job
- * nudges the node when its part changes, and the node then asks (`nodeQuery`). A node the job dropped as lost while alive stops its workers and joins again,
- * unless processes of its last round survived SIGKILL: it exits with the line that names them.
+ * nudges the node when its part changes, and the node then asks (`nodeQuery`). A node the job
+ * dropped as lost while alive stops its workers and joins again, unless processes of its last
+ * round survived SIGKILL: it exits with the line that names them.
  */
 import { randomUUID } from 'node:crypto';
 import { drainNode, nodeState, sendToLobby, startJob } from '../client/api';
