@@ -113,7 +113,10 @@ export interface NodeActivityHandle {
    * nudged when its part changes (workflows/nudge.ts) and need not ask.
    */
   idleMs(): number;
-  /** Called with the job's id on every `nudge` (src/job/fate.ts); returns the unsubscribe. */
+  /**
+   * Called with the job's id on every `nudge` (src/job/fate.ts), and when a round's heartbeat
+   * finds its run gone (a new run, or this node dropped); returns the unsubscribe.
+   */
   onNudge(fn: (jobId: string) => void): () => void;
   /**
    * `node N: workers … did not exit … after SIGKILL (state D)` while processes of an earlier
@@ -397,6 +400,9 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
         deps.log.info({ round: a.round, windowMs }, 'job run closed mid-round: workers wait for its next run to adopt them');
         live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`, deps.stopSignal?.()));
         released = true;
+        // Either the job moved to a new run or it dropped this node (a cut link outlasted the
+        // heartbeat timeout, and the job's nudge expired unseen): the agent asks it which.
+        tellNudged(a.jobId);
         throw err;
       }
       if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');
@@ -420,10 +426,13 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   }
 
   const nudged = new Set<(jobId: string) => void>();
+  const tellNudged = (jobId: string) => {
+    for (const fn of nudged) fn(jobId);
+  };
   async function nudge(input: NudgeInput): Promise<void> {
     touch();
     deps.log.debug({ job: input.jobId }, 'nudged by the job: asking it what changed');
-    for (const fn of nudged) fn(input.jobId);
+    tellNudged(input.jobId);
   }
 
   async function stopStale(keep: string | null, before: number, reason: string): Promise<void> {

@@ -100,7 +100,10 @@ export function jobMembership(o: JobMembershipOptions): Membership {
     // for pollMs (waiting, a spare, or a nudge that never came), so the job's queries grow neither
     // with the nodes that train nor at each round boundary; meanwhile a cheap check of the
     // frontend keeps the contact metric honest.
+    // A nudge holds until the job answers: one heard while the server is out of reach (a cut
+    // link) is asked again every pollMs, not forgotten.
     let nudged = false;
+    let unanswered = false;
     let wake = () => undefined as void;
     const offNudge = node.activities.onNudge((j) => {
       if (j !== jobId) return;
@@ -112,7 +115,7 @@ export function jobMembership(o: JobMembershipOptions): Membership {
       wake = () => woken.abort();
       const onStop = () => woken.abort();
       stop.addEventListener('abort', onStop, { once: true });
-      return (nudged ? Promise.resolve() : abortableSleep(pollMs, woken.signal)).finally(() => stop.removeEventListener('abort', onStop));
+      return (nudged && !unanswered ? Promise.resolve() : abortableSleep(pollMs, woken.signal)).finally(() => stop.removeEventListener('abort', onStop));
     };
     const watch = (async (): Promise<AgentOutcome | null> => {
       while (!done && !stop.aborted) {
@@ -122,11 +125,12 @@ export function jobMembership(o: JobMembershipOptions): Membership {
           await node.client.connection.withDeadline(Date.now() + 5000, () => node.client.connection.healthService.check({})).then(() => node.contact(), () => undefined);
           continue;
         }
-        nudged = false;
         const me = await node.client.connection
           .withDeadline(Date.now() + 5000, () => nodeState(node.client, jobId, node.nodeId))
-          .then((v) => (FINAL_PHASES.includes(v.job) ? undefined : v))
+          .then((v) => (FINAL_PHASES.includes(v.job) ? null : v))
           .catch(() => undefined);
+        unanswered = me === undefined;
+        if (!unanswered) nudged = false;
         if (!me) continue;
         node.contact();
         if (me.node === 'rejected') return { code: 2, summary: `join rejected: ${me.reason ?? 'by the job'}` };

@@ -155,11 +155,16 @@ describe('createNodeActivities with an injected startGroup', () => {
   it('workers nobody adopts within the window are stopped, and a run adopting them then hears they were stopped', async () => {
     const g = fakeGroup();
     const node = activities(g.startGroup, 200);
+    const heard: string[] = [];
+    node.onNudge((j) => heard.push(j));
     const old = mockEnv();
     const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
     await waitUntil(() => g.started.length === 1);
+    expect(heard).toEqual([]);
     runClosed(old);
     await first;
+    // The run gone may be this node dropped (its nudge unseen behind a cut link): the agent asks.
+    expect(heard).toEqual([assignment.jobId]);
     expect(g.stops).toEqual([]);
     await waitUntil(() => g.stops.length > 0);
     expect(g.stops).toEqual(['not adopted within 0.2s']);
