@@ -6,13 +6,13 @@
  * execution has more than `group_size` node activities pending.
  */
 import * as wf from '@temporalio/workflow';
-import { ChildWorkflowCancellationType, ParentClosePolicy } from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { GROUP_TASK_TIMEOUT, groupWorkflowId, newcomerPrepareTimeoutMs, partition } from '../src/job/groups';
+import { groupWorkflowId, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
-import type { Launch } from '../src/job/assignment';
+import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
-import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer } from './group';
+import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput } from './group';
+import { childOptions, prepareTier, runTier, type TierGroup } from './tier';
 import type { JobRun } from './job-run';
 import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
 import { upgradeMove } from '../src/job/upgrade';
@@ -32,18 +32,12 @@ function timing(s: JobState): GroupTiming {
 }
 
 /**
- * Options of a group child. TRY_CANCEL: the job goes on at once when it stops a round (the
- * next `prepare` stops stale workers anyway); REQUEST_CANCEL: a job that ends or continues as
- * new cancels its groups rather than leaving them to run.
+ * Whether this round runs its groups in tiers (workflows/tier.ts): past `group_size` groups, in
+ * runs that reached this code with the tiers; null when the job starts its groups itself.
  */
-function groupOptions(s: JobState, round: number, phase: 'prepare' | 'run', index: number, summary: string) {
-  return {
-    workflowId: groupWorkflowId(s.spec.jobId, round, phase, index),
-    cancellationType: ChildWorkflowCancellationType.TRY_CANCEL,
-    parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-    workflowTaskTimeout: GROUP_TASK_TIMEOUT,
-    staticSummary: summary,
-  };
+function tiered<T>(s: JobState, groups: T[]): T[][] | null {
+  const tiers = tiersOf(groups, s.spec.rdzv.groupSize);
+  return tiers !== null && wf.patched('round-tiers') ? tiers : null;
 }
 
 /** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
@@ -71,21 +65,11 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
     const fresh = nodeIds.filter((id) => newcomers.has(id));
     return { jobId: spec.jobId, round, nodeIds, timing: t, ...(fresh.length ? { newcomers: fresh } : {}), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}) };
   };
-  // One group: the job runs it itself: no child workflow to land on a frozen coordinator while
-  // the job recovers. Several: one child workflow each.
-  const answers: PrepareAnswer[] =
-    groups.length === 1
-      ? await prepareNodes(input(groups[0]))
-      : (
-          await Promise.all(
-            groups.map((nodeIds, i) =>
-              wf.executeChild(prepareGroup, {
-                ...groupOptions(s, round, 'prepare', i, `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`),
-                args: [input(nodeIds)],
-              }),
-            ),
-          )
-        ).flat();
+  const answers = await prepareAll(s, groups.map((nodeIds, i): TierGroup<PrepareGroupInput> => ({
+    workflowId: groupWorkflowId(spec.jobId, round, 'prepare', i),
+    summary: `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`,
+    input: input(nodeIds),
+  })));
   const refused = answers.find((a) => !a.ok && a.refused);
   if (refused && !refused.ok) return { refused: refused.why };
   // A node failing its health check is kept out (src/job/health.ts); the round forms again without it.
@@ -102,6 +86,21 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
   const first = answers[0];
   const watchPorts = Object.fromEntries(answers.flatMap((a) => (a.ok && a.watchPort !== undefined ? [[a.nodeId, a.watchPort]] : [])));
   return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 }, watchPorts };
+}
+
+/**
+ * `prepare` on every group. One group: the job runs it itself: no child workflow to land on a
+ * frozen coordinator while the job recovers. Several: one child workflow each; past group_size
+ * of them, one tier child per group_size groups.
+ */
+async function prepareAll(s: JobState, groups: TierGroup<PrepareGroupInput>[]): Promise<PrepareAnswer[]> {
+  if (groups.length === 1) return prepareNodes(groups[0].input);
+  const tiers = tiered(s, groups);
+  const answers =
+    tiers === null
+      ? groups.map((g) => wf.executeChild(prepareGroup, { ...childOptions(g.workflowId, g.summary), args: [g.input] }))
+      : tiers.map((tier, k) => wf.executeChild(prepareTier, { ...childOptions(tierWorkflowId(s.spec.jobId, s.round, 'prepare', k), `round ${s.round}: prepare tier ${k}: ${tier.length} group(s)`), args: [tier] }));
+  return (await Promise.all(answers)).flat();
 }
 
 /**
@@ -143,25 +142,22 @@ export async function runAssignments(run: JobRun, adoption: Adoption): Promise<R
   const finished = (nodeIds: string[]) => void run.apply({ type: 'groupFinished', round, nodeIds });
   const scope = new wf.CancellationScope();
   const t = timing(run.state);
-  groups.forEach((group, i) => {
-    const first = group[0];
-    const last = group[group.length - 1];
-    const summary = `round ${round}: run group ranks ${first.groupRank}-${last.groupRank} (${group.length} node(s))`;
-    const input = { round, assignments: group, timing: t };
-    scope
-      .run(() => (groups.length === 1 ? runNodes(input, finished) : wf.executeChild(runGroup, { ...groupOptions(run.state, round, 'run', i, summary), args: [input] })))
+  const units = runUnits(run.state, round, groups, t, finished);
+  for (const u of units) {
+    void scope
+      .run(u.run)
       .then(
         (results) => {
           for (const o of results) outcomes.set(o.nodeId, o);
           finished(results.filter((o) => o.kind === 'succeeded').map((o) => o.nodeId));
         },
         // The group workflow itself failed or was cancelled: its nodes are stopped, no one is blamed.
-        () => group.forEach((a) => outcomes.has(a.nodeId) || outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'stopped' })),
+        () => u.nodes.forEach((a) => outcomes.has(a.nodeId) || outcomes.set(a.nodeId, { nodeId: a.nodeId, kind: 'stopped' })),
       )
       .finally(() => done++);
-  });
+  }
   const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
-  const ends = () => done === groups.length || bad() || d.interruptReason(run.state, ids) !== null;
+  const ends = () => done === units.length || bad() || d.interruptReason(run.state, ids) !== null;
   // A round of one group moves to a newer build with its workers (src/job/upgrade.ts); the
   // round's scope is not cancelled then: the next run's activities take its workers over.
   const roundGroups = partition(assignments, groupSize).length;
@@ -175,4 +171,24 @@ export async function runAssignments(run: JobRun, adoption: Adoption): Promise<R
   run.apply({ type: 'roundEnded', outcomes: [...outcomes.values()] });
   run.publish();
   return 'restart';
+}
+
+/**
+ * What the job itself awaits in a running round: the one group's activities, one child per
+ * group, or past group_size groups one tier child per group_size of them; each returns its
+ * nodes' outcomes.
+ */
+function runUnits(s: JobState, round: number, groups: RoundAssignment[][], t: GroupTiming, finished: (nodeIds: string[]) => void) {
+  if (groups.length === 1) return [{ nodes: groups[0], run: () => runNodes({ round, assignments: groups[0], timing: t }, finished) }];
+  const children = groups.map((group, i): TierGroup<RunGroupInput> => ({
+    workflowId: groupWorkflowId(s.spec.jobId, round, 'run', i),
+    summary: `round ${round}: run group ranks ${group[0].groupRank}-${group[group.length - 1].groupRank} (${group.length} node(s))`,
+    input: { round, assignments: group, timing: t },
+  }));
+  const tiers = tiered(s, children);
+  if (tiers === null) return children.map((c) => ({ nodes: c.input.assignments, run: () => wf.executeChild(runGroup, { ...childOptions(c.workflowId, c.summary), args: [c.input] }) }));
+  return tiers.map((tier, k) => ({
+    nodes: tier.flatMap((c) => c.input.assignments),
+    run: () => wf.executeChild(runTier, { ...childOptions(tierWorkflowId(s.spec.jobId, round, 'run', k), `round ${round}: run tier ${k}: ${tier.length} group(s)`), args: [tier] }),
+  }));
 }

@@ -23,6 +23,17 @@ export function partition<T>(items: readonly T[], groupSize: number): T[][] {
 }
 
 /**
+ * A round's groups in tiers (workflows/tier.ts) when the job would otherwise start more than
+ * `max(2, groupSize)` group children in a phase: consecutive runs of at most that many groups;
+ * null when the job starts the groups itself. Two tiers hold `groupSize²` groups (262,144 nodes
+ * at the default 64).
+ */
+export function tiersOf<T>(groups: readonly T[], groupSize: number): T[][] | null {
+  const fanOut = Math.max(2, Math.floor(groupSize));
+  return groups.length > fanOut ? partition(groups, fanOut) : null;
+}
+
+/**
  * How often a node heartbeats its running activity. A third of the heartbeat timeout (so two
  * heartbeats may be late before a node is declared lost), slowed further when a full group
  * would exceed MAX_HEARTBEATS_PER_SECOND, but never past half the timeout. Loss detection is
@@ -62,6 +73,11 @@ export function lobbyWorkflowId(jobId: string, index: number): string {
 /** Child workflow ids of a round: unique per job, round and group. */
 export function groupWorkflowId(jobId: string, round: number, phase: 'prepare' | 'run', index: number): string {
   return `${jobId}/round-${round}/${phase}-${index}`;
+}
+
+/** Tier workflow ids of a round (workflows/tier.ts): unique per job, round and tier. */
+export function tierWorkflowId(jobId: string, round: number, phase: 'prepare' | 'run', index: number): string {
+  return `${jobId}/round-${round}/${phase}-tier-${index}`;
 }
 
 /**

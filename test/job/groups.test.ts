@@ -1,4 +1,4 @@
-import { agentPollMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, newcomerPrepareTimeoutMs, partition } from '../../src/job/groups';
+import { agentPollMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
 
 describe('partition', () => {
   it('splits in order into groups of at most groupSize, the last one smaller', () => {
@@ -87,5 +87,25 @@ describe('newcomerPrepareTimeoutMs', () => {
     expect(newcomerPrepareTimeoutMs(5_000, 10_000)).toBe(120_000);
     expect(newcomerPrepareTimeoutMs(300_000, 2_048)).toBe(300_000);
     expect(newcomerPrepareTimeoutMs(100, 1)).toBe(150);
+  });
+});
+
+describe('tiersOf', () => {
+  const groups = (n: number) => Array.from({ length: n }, (_, i) => i);
+  it('none while the job would start at most max(2, group_size) groups itself', () => {
+    expect(tiersOf(groups(64), 64)).toBeNull();
+    expect(tiersOf(groups(2), 1)).toBeNull();
+    expect(tiersOf(groups(1), 64)).toBeNull();
+  });
+  it('past that, consecutive runs of that many groups: 10,000 nodes in groups of 64 start 3 tiers, none above 64 groups', () => {
+    const tiers = tiersOf(groups(157), 64)!;
+    expect(tiers.map((t) => t.length)).toEqual([64, 64, 29]);
+    expect(tiers.flat()).toEqual(groups(157));
+    expect(tiersOf(groups(5), 2)).toEqual([[0, 1], [2, 3], [4]]);
+    expect(tiersOf(groups(3), 1)).toEqual([[0, 1], [2]]);
+  });
+  it('tier ids differ from group ids of the same round and phase', () => {
+    expect(tierWorkflowId('j', 3, 'run', 0)).toBe('j/round-3/run-tier-0');
+    expect(tierWorkflowId('j', 3, 'run', 0)).not.toBe(groupWorkflowId('j', 3, 'run', 0));
   });
 });
