@@ -11,7 +11,7 @@ import { groupWorkflowId, newcomerPrepareTimeoutMs, partition, tierWorkflowId, t
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
-import { prepareGroup, prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput } from './group';
+import { prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput } from './group';
 import { childOptions, prepareTier, runTier, type TierGroup } from './tier';
 import type { JobRun } from './job-run';
 import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
@@ -96,10 +96,9 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
 async function prepareAll(s: JobState, groups: TierGroup<PrepareGroupInput>[]): Promise<PrepareAnswer[]> {
   if (groups.length === 1) return prepareNodes(groups[0].input);
   const tiers = tiered(s, groups);
-  const answers =
-    tiers === null
-      ? groups.map((g) => wf.executeChild(prepareGroup, { ...childOptions(g.workflowId, g.summary), args: [g.input] }))
-      : tiers.map((tier, k) => wf.executeChild(prepareTier, { ...childOptions(tierWorkflowId(s.spec.jobId, s.round, 'prepare', k), `round ${s.round}: prepare tier ${k}: ${tier.length} group(s)`), args: [tier] }));
+  // Without tiers the job does a tier's work itself: one child per group.
+  if (tiers === null) return prepareTier(groups);
+  const answers = tiers.map((tier, k) => wf.executeChild(prepareTier, { ...childOptions(tierWorkflowId(s.spec.jobId, s.round, 'prepare', k), `round ${s.round}: prepare tier ${k}: ${tier.length} group(s)`), args: [tier] }));
   return (await Promise.all(answers)).flat();
 }
 

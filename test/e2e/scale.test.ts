@@ -6,8 +6,9 @@
  * Its 4 groups are more than group_size, so the job runs them in 2 tiers (workflows/tier.ts):
  * no execution starts more than 3 children in a phase, and none had a workflow task force-failed
  * for buffered events. (With `history.maximumBufferedEventsBatch` lowered to 6 the job stalled
- * waiting for joins in 2 of 11 runs, without a forced failure: not yet understood.) At the defaults the same shape holds
- * 2,048 nodes in groups of 64 without tiers, 10,000 with (docs/scale.md).
+ * waiting for joins in 3 of 11 runs, without a forced failure: not yet understood.) At the
+ * defaults the same shape holds 2,048 nodes in groups of 64 without tiers, 10,000 with
+ * (docs/scale.md).
  */
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
