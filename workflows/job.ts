@@ -28,6 +28,11 @@ export interface JobInput {
   state?: JobState;
   /** The running round a run on an older build handed over (docs/upgrading.md): run it first. */
   adopt?: Adoption;
+  /**
+   * The previous run continued as new while it gathered nodes: this run owes the round a last
+   * call, which ends at `lastCallEnds` (epoch ms) if that run had begun it.
+   */
+  gathering?: Gathering;
 }
 
 export interface JobResult {
@@ -64,12 +69,13 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
 
   const loops = startSideLoops(run, !input.state);
   // Continue as new, onto the deployment's current build when it changed (workflows/upgrade.ts).
-  const continueAsNew = async (adopt?: Adoption): Promise<never> => {
+  const continueAsNew = async (carry: { adopt?: Adoption; gathering?: Gathering } = {}): Promise<never> => {
     await loops.stop();
     await wf.condition(wf.allHandlersFinished);
-    return continueAsNewOnCurrent<typeof elasticJob>({ spec: run.state.spec, state: run.state, ...(adopt ? { adopt } : {}) });
+    return continueAsNewOnCurrent<typeof elasticJob>({ spec: run.state.spec, state: run.state, ...carry });
   };
   let adopted = input.adopt;
+  let gathering = input.gathering;
   try {
     for (;;) {
       let outcome: RoundOutcome;
@@ -78,7 +84,8 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
         adopted = undefined;
       } else {
         run.apply({ type: 'boundary' });
-        await gather(run, fail);
+        await gather(run, fail, (g) => continueAsNew({ gathering: g }), gathering);
+        gathering = undefined;
         const prepared = await prepareRound(run);
         if (prepared && 'refused' in prepared) return fail(prepared.refused, null);
         if (!prepared) continue; // a participant did not answer: form the round again without it
@@ -95,7 +102,7 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
         return { jobId: status.jobId, rounds: status.round, restarts: status.restarts, worldSize: status.worldSize, status };
       }
       if (outcome !== 'restart' && 'noProgress' in outcome) return fail(outcome.noProgress, run.state.lastFailure, NO_PROGRESS);
-      if (outcome !== 'restart') await continueAsNew(outcome.adopt); // the round goes along
+      if (outcome !== 'restart') await continueAsNew({ adopt: outcome.adopt }); // the round goes along
       const upgrade = upgradeMove({ targetChanged: targetChanged(), historyLong: false, roundGroups: 0 }) === 'continue';
       if (upgrade || decide.shouldContinueAsNew(run.state, startRound, wf.workflowInfo().continueAsNewSuggested, run.signals)) await continueAsNew();
     }
@@ -116,16 +123,30 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
   }
 }
 
+/** What a run that continued as new while it gathered nodes hands on (JobInput.gathering). */
+export interface Gathering {
+  lastCallEnds: number | null;
+}
+
 /**
  * Wait until at least minNodes are available, failing after join_timeout below it, or after
  * unusable_timeout when the nodes kept out (quarantined, failing their health check) are what
  * keeps it below (src/job/health.ts: "no usable node"). A round
  * formed from scratch (or after waiting below min) runs a last call for more nodes, unless the
- * job's nodes come from a pool; a round of known survivors closes at once.
+ * job's nodes come from a pool; a round of known survivors closes at once. A long wait (many
+ * lobby batches, or a long history) continues as new on the way, carrying where it was.
  */
-async function gather(run: JobRun, fail: (reason: string, f: Failure | null, type?: string) => never): Promise<void> {
-  let lastCall = run.state.members.length === 0;
+async function gather(
+  run: JobRun,
+  fail: (reason: string, f: Failure | null, type?: string) => never,
+  moveOn: (g: Gathering) => Promise<never>,
+  carried?: Gathering,
+): Promise<void> {
+  let lastCall = run.state.members.length === 0 || carried !== undefined;
   const enough = () => decide.available(run.state) >= run.state.spec.minNodes;
+  // Histories recorded before this check keep their shape (the wait's predicate and commands).
+  const mayMove = wf.patched('gather-continues');
+  const full = () => mayMove && decide.shouldContinueAsNewGathering(wf.workflowInfo().continueAsNewSuggested, run.signals);
   while (!enough()) {
     lastCall = true;
     const s = run.apply({ type: 'waiting', now: Date.now() });
@@ -134,14 +155,16 @@ async function gather(run: JobRun, fail: (reason: string, f: Failure | null, typ
     if (verdict !== null) fail(verdict, s.pendingFailure ?? s.lastFailure, health.NO_USABLE_NODE);
     const joinLeft = (belowMinSince ?? Date.now()) + spec.rdzv.joinTimeoutMs - Date.now();
     if (joinLeft <= 0) fail(decide.joinTimeoutReason(s), s.pendingFailure ?? s.lastFailure);
+    if (full()) await moveOn({ lastCallEnds: null });
     run.publish();
     const unusable = health.unusableReason(s);
     const unusableLeft = unusable !== null && s.unusableSince != null ? s.unusableSince + health.unusableTimeoutMs(s) - Date.now() : Infinity;
     const summary = unusable !== null
       ? `${unusable}: fails the job in ${Math.round(Math.min(joinLeft, unusableLeft) / 1000)}s unless one becomes usable`.slice(0, 400)
       : `join timeout: fails the job unless min ${spec.minNodes} node(s) are here`;
-    // Woken when enough are here, when whether the job is unusable changes, or at a deadline.
-    const changed = () => enough() || (health.unusableReason(run.state) === null) !== (unusable === null);
+    // Woken when enough are here, when whether the job is unusable changes, at a deadline, or
+    // when this run should hand the wait to a fresh one.
+    const changed = () => enough() || (health.unusableReason(run.state) === null) !== (unusable === null) || full();
     await wf.condition(changed, Math.max(1, Math.min(joinLeft, unusableLeft)), { summary });
   }
   const { spec } = run.apply({ type: 'gathered' });
@@ -150,7 +173,10 @@ async function gather(run: JobRun, fail: (reason: string, f: Failure | null, typ
   // pool job does not hold its first round for a last call.
   if (lastCall && !spec.pool && spec.rdzv.lastCallTimeoutMs > 0) {
     const summary = `last call for more nodes (up to max ${spec.maxNodes})`;
-    await wf.condition(() => decide.available(run.state) >= run.state.spec.maxNodes, spec.rdzv.lastCallTimeoutMs, { summary });
+    const ends = carried?.lastCallEnds ?? Date.now() + spec.rdzv.lastCallTimeoutMs;
+    const all = () => decide.available(run.state) >= run.state.spec.maxNodes;
+    await wf.condition(() => all() || full(), Math.max(1, ends - Date.now()), { summary });
+    if (!all() && full() && Date.now() < ends) await moveOn({ lastCallEnds: ends });
   }
 }
 

@@ -160,7 +160,7 @@ export async function runAssignments(run: JobRun, adoption: Adoption): Promise<R
   // A round of one group moves to a newer build with its workers (src/job/upgrade.ts); the
   // round's scope is not cancelled then: the next run's activities take its workers over.
   const roundGroups = partition(assignments, groupSize).length;
-  const move = () => upgradeMove({ targetChanged: targetChanged(), historyLong: wf.workflowInfo().continueAsNewSuggested, roundGroups }) === 'adopt';
+  const move = (atCheck: boolean) => upgradeMove({ targetChanged: targetChanged(), historyLong: atCheck && wf.workflowInfo().continueAsNewSuggested, roundGroups }) === 'adopt';
   if (await untilDoneOrMove(ends, move)) {
     const succeeded = [...outcomes.values()].filter((o) => o.kind === 'succeeded').map((o) => o.nodeId);
     return { adopt: { round, assignments, succeeded } };

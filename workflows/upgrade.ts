@@ -33,12 +33,18 @@ export function targetChanged(): boolean {
   return wf.workflowInfo().targetWorkerDeploymentVersionChanged ?? false;
 }
 
-/** Wait for `done`, waking every UPGRADE_CHECK_MS to ask `move`; resolves true when `move` said so first. */
-export async function untilDoneOrMove(done: () => boolean, move: () => boolean): Promise<boolean> {
+/**
+ * Wait for `done`, waking every UPGRADE_CHECK_MS to ask `move`; resolves true when `move` said so
+ * first. `move(atCheck)`: atCheck is true at the periodic check only, where a long history is
+ * weighed; on any other wake only a changed build moves the round. (A run whose history Temporal
+ * finds long as soon as it starts would otherwise hand the round on at every event, for ever.)
+ */
+export async function untilDoneOrMove(done: () => boolean, move: (atCheck: boolean) => boolean): Promise<boolean> {
+  const checkOnly = wf.patched('long-round-at-check'); // histories recorded before keep their shape
   for (;;) {
-    await wf.condition(() => done() || move(), UPGRADE_CHECK_MS, { summary: 'upgrade check: does a newer build of telastic run?' });
+    const woken = await wf.condition(() => done() || move(!checkOnly), UPGRADE_CHECK_MS, { summary: 'upgrade check: does a newer build of telastic run?' });
     if (done()) return false;
-    if (move()) return true;
+    if (move(!checkOnly || !woken)) return true;
   }
 }
 

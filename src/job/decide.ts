@@ -293,3 +293,15 @@ export function shouldContinueAsNew(state: JobState, roundAtRunStart: number, su
   const every = state.spec.continueAsNewEveryRounds;
   return suggested || signalsThisRun >= SIGNALS_PER_RUN || (every !== undefined && state.round - roundAtRunStart >= every);
 }
+
+/**
+ * Continue-as-new while the job gathers nodes (no round runs): when Temporal suggests it, or
+ * after SIGNALS_PER_RUN signals. A run that waits long below min (or through a last call) takes
+ * every lobby batch meanwhile; past the server's signal limit it could take no more joins, and
+ * would wait for ever for the nodes it refused. A run that took no signal has not grown by
+ * waiting: continuing it would not shorten its history (a state so large that Temporal suggests
+ * it at once would continue as new for ever).
+ */
+export function shouldContinueAsNewGathering(suggested: boolean, signalsThisRun: number): boolean {
+  return signalsThisRun > 0 && (suggested || signalsThisRun >= SIGNALS_PER_RUN);
+}

@@ -372,3 +372,15 @@ describe('shouldContinueAsNew', () => {
   });
 });
 
+
+describe('shouldContinueAsNewGathering', () => {
+  const { shouldContinueAsNewGathering, SIGNALS_PER_RUN } = jest.requireActual('../../src/job/decide') as typeof import('../../src/job/decide');
+  test('when Temporal suggests it, or once the run has taken SIGNALS_PER_RUN signals, whatever the round', () => {
+    expect(shouldContinueAsNewGathering(true, 1)).toBe(true);
+    expect(shouldContinueAsNewGathering(false, SIGNALS_PER_RUN - 1)).toBe(false);
+    expect(shouldContinueAsNewGathering(false, SIGNALS_PER_RUN)).toBe(true);
+  });
+  test('not a run that has taken no signal: a state Temporal finds too long at once would continue as new for ever', () => {
+    expect(shouldContinueAsNewGathering(true, 0)).toBe(false);
+  });
+});
