@@ -26,6 +26,8 @@ import { reservePort } from './port';
 import { createPeerWatch, type PeerLost, type PeerWatch } from '../src/agent/peer-watch';
 import { peerLostMessage } from '../src/job/peer-watch';
 import { runHealthCheck, type HealthCheck } from '../src/agent/health-check';
+import { trustedFate } from '../src/agent/nudge-fate';
+import type { NodeFate } from '../src/job/fate';
 import type { CheckHealthInput, CheckHealthResult, NodeActivities, NudgeInput, PrepareInput, PrepareResult, RunWorkersResult, SignalWorkersInput } from './types';
 import { HEALTH_CHECK_FAILED, NOT_ALLOWED, WORKERS_STUCK } from './types';
 
@@ -114,10 +116,11 @@ export interface NodeActivityHandle {
    */
   idleMs(): number;
   /**
-   * Called with the job's id on every `nudge` (src/job/fate.ts), and when a round's heartbeat
-   * finds its run gone (a new run, or this node dropped); returns the unsubscribe.
+   * Called with the job's id on every `nudge` (src/job/fate.ts), with the fate it carries when
+   * the agent may act on it (src/agent/nudge-fate.ts), and when a round's heartbeat finds its run
+   * gone (a new run, or this node dropped); returns the unsubscribe.
    */
-  onNudge(fn: (jobId: string) => void): () => void;
+  onNudge(fn: (jobId: string, fate: NodeFate | null) => void): () => void;
   /**
    * `node N: workers … did not exit … after SIGKILL (state D)` while processes of an earlier
    * round that SIGKILL did not end are alive; null otherwise.
@@ -172,6 +175,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
   let current: LiveRound | null = null;
   let startedAt = 0;
   let activeAt = 0;
+  /** The newest round this node prepared, per job: a nudge's fate older than it is stale (src/agent/nudge-fate.ts). */
+  const preparedRounds = new Map<string, number>();
   const touch = () => void (activeAt = Date.now());
   // Processes of an ended round that SIGKILL did not end; dropped once none is alive.
   let stuck: StuckProcesses | null = null;
@@ -250,6 +255,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
 
   async function prepare(input: PrepareInput): Promise<PrepareResult> {
     touch();
+    preparedRounds.set(input.jobId, Math.max(input.round, preparedRounds.get(input.jobId) ?? -1));
     const ctx = Context.current();
     ctx.heartbeat();
     await launchFor(input.launch);
@@ -425,14 +431,16 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     return { signal, signalled };
   }
 
-  const nudged = new Set<(jobId: string) => void>();
-  const tellNudged = (jobId: string) => {
-    for (const fn of nudged) fn(jobId);
+  const nudged = new Set<(jobId: string, fate: NodeFate | null) => void>();
+  const tellNudged = (jobId: string, fate: NodeFate | null = null) => {
+    for (const fn of nudged) fn(jobId, fate);
   };
   async function nudge(input: NudgeInput): Promise<void> {
     touch();
-    deps.log.debug({ job: input.jobId }, 'nudged by the job: asking it what changed');
-    tellNudged(input.jobId);
+    const info = Context.current().info;
+    const fate = trustedFate(input.jobId, input.fate, { workflowId: info.workflowExecution?.workflowId, workflowType: info.workflowType }, preparedRounds.get(input.jobId));
+    deps.log.debug({ job: input.jobId, fate }, fate ? 'told its fate by the job' : 'nudged by the job: asking it what changed');
+    tellNudged(input.jobId, fate);
   }
 
   async function stopStale(keep: string | null, before: number, reason: string): Promise<void> {

@@ -9,6 +9,7 @@ import type { Launch, RoundAssignment } from '../src/job/assignment';
 import type { CheckpointActivities } from '../src/checkpoints/types';
 import type { Quarantine } from '../src/job/quarantine';
 import type { LedgerRecord } from '../src/ledger/records';
+import type { NodeFate } from '../src/job/fate';
 
 export interface PrepareInput {
   jobId: string;
@@ -61,6 +62,8 @@ export interface SignalWorkersInput {
 export interface NudgeInput {
   jobId: string;
   nodeId: string;
+  /** What happened to the node (src/job/fate.ts); absent in nudges of older job runs. */
+  fate?: NodeFate;
 }
 
 /** Node activities; `findCheckpoint` runs on a participant because it mounts the shared directory. */

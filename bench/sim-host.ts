@@ -2,13 +2,14 @@
  * One process of simulated nodes (bench/sim-node.ts), driven by bench/scale-sim.ts over IPC
  * (bench/sim-protocol.ts). Each node joins as an agent does (src/agent/job-membership.ts): `startJob`
  * (the existing job is used), then its join through the job's lobby with `sendToLobby`; then it
- * asks `nodeState` when the job nudges it, and every `agentPollMs(maxNodes)` once the job has had
+ * asks `nodeState` when the job nudges it, and every `idleAskMs(maxNodes)` once the job has had
  * it do nothing for as long. The process exits with its parent.
  */
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { nodeState, sendToLobby, startJob } from '../src/client/api';
-import { agentPollMs } from '../src/job/groups';
+import { agentPollMs, idleAskMs } from '../src/job/groups';
+import { nextRetryMs } from '../src/agent/job-membership';
 import type { JoinRequest } from '../src/job/spec';
 import { rssKb } from './proc';
 import { createSimNode, type SimNode } from './sim-node';
@@ -60,9 +61,10 @@ async function start(m: HostInit): Promise<void> {
       oldHeartbeat: m.oldHeartbeat,
       onRunning: (a) => running.push({ nodeId, round: a.round, at: Date.now() }),
       onHeartbeat: (wf) => beats.set(wf, (beats.get(wf) ?? 0) + 1),
-      onNudge: () => {
+      onNudge: (fate) => {
         nudges++;
-        void ask(nodeId);
+        if (fate?.node === 'lost') void rejoin(nodeId);
+        else if (!fate) void askUntilAnswered(nodeId);
       },
     });
     node.running.catch((err: unknown) => warn(`worker ${nodeId} ended: ${String(err)}`));
@@ -77,19 +79,40 @@ let rejoins = 0;
 let nudges = 0;
 let queries = 0;
 
-/** As an agent does: ask the job about the node; one the job dropped (it did not answer in time) joins again. */
-async function ask(id: string): Promise<void> {
+/**
+ * As an agent does: ask the job about the node; one the job dropped (it did not answer in time)
+ * joins again. False when the job did not answer.
+ */
+async function ask(id: string): Promise<boolean> {
   const opts = { connection: client, namespace: 'default' };
   queries++;
-  await client
+  return client
     .withDeadline(Date.now() + 5000, () => nodeState(opts, init.spec.jobId, id))
     .then(async (v) => {
-      if (v.node !== 'lost' || nodes.get(id)?.lost) return;
-      rejoins++;
-      await sendToLobby(opts, lobbyOf(init.spec), { kind: 'join', req: joinRequest(id) });
-      send({ t: 'rejoined', nodeId: id, at: Date.now() });
+      if (v.node === 'lost') await rejoin(id);
+      return true;
     })
-    .catch((err: unknown) => warn(`nodeState: ${String(err)}`));
+    .catch((err: unknown) => {
+      warn(`nodeState: ${String(err)}`);
+      return false;
+    });
+}
+
+/** A node the job dropped while alive joins again. */
+async function rejoin(id: string): Promise<void> {
+  if (nodes.get(id)?.lost) return;
+  rejoins++;
+  await sendToLobby({ connection: client, namespace: 'default' }, lobbyOf(init.spec), { kind: 'join', req: joinRequest(id) }).catch((err: unknown) => warn(`rejoin: ${String(err)}`));
+  send({ t: 'rejoined', nodeId: id, at: Date.now() });
+}
+
+/** A nudged node asks until the job answers, backing off as an agent does (src/agent/job-membership.ts). */
+async function askUntilAnswered(id: string): Promise<void> {
+  const pollMs = agentPollMs(init.spec.maxNodes);
+  for (let retryMs = 0; !stopPolls && !(await ask(id)); ) {
+    retryMs = nextRetryMs(retryMs, pollMs);
+    await new Promise((r) => setTimeout(r, retryMs));
+  }
 }
 
 async function join(): Promise<void> {
@@ -112,7 +135,7 @@ async function join(): Promise<void> {
     lastAt = Date.now();
   });
   send({ t: 'joined', firstAt, lastAt, errors });
-  if (init.poll) void pollNodeStates(agentPollMs(spec.maxNodes));
+  if (init.poll) void pollNodeStates(idleAskMs(spec.maxNodes));
 }
 
 /** Every node the job has not had do anything for `everyMs` asks about itself, spread evenly, as agents do. */

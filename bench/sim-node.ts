@@ -20,6 +20,7 @@ import { nodeQueue } from '../activities/types';
 import { createCheckpointActivities } from '../src/checkpoints';
 import type { GroupResult, WorkerGroup } from '../src/agent/workers/types';
 import type { RoundAssignment } from '../src/job/assignment';
+import type { NodeFate } from '../src/job/fate';
 import { NODE_POLLERS, TIMING } from '../src/temporal/workers';
 
 export interface SimNodeOptions {
@@ -28,8 +29,8 @@ export interface SimNodeOptions {
   nodeId: string;
   /** Concurrent activity long polls of the node's Worker. @default NODE_POLLERS, as a real agent */
   pollers?: number;
-  /** The job nudged this node (its part changed: workflows/nudge.ts). */
-  onNudge?(): void;
+  /** The job nudged this node (its part changed: workflows/nudge.ts), with the fate it may act on, if any. */
+  onNudge?(fate: NodeFate | null): void;
   onRunning(a: RoundAssignment): void;
   /** Every heartbeat the node sends, with the workflow id of the execution it goes to. */
   onHeartbeat(workflowId: string): void;
@@ -101,9 +102,9 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     onWorkersStarted: (a) => o.onRunning(a),
     startGroup,
   });
-  node.onNudge(() => {
-    if (frozen()) void thawed().then(() => !lost && o.onNudge?.());
-    else o.onNudge?.();
+  node.onNudge((_jobId, fate) => {
+    if (frozen()) void thawed().then(() => !lost && o.onNudge?.(fate));
+    else o.onNudge?.(fate);
   });
   const beatsOf = (ctx: Context) => {
     const real = ctx.heartbeat;

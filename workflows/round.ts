@@ -7,7 +7,7 @@
  */
 import * as wf from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { groupWorkflowId, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
+import { groupWorkflowId, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
@@ -29,6 +29,19 @@ export interface PreparedRound {
 function timing(s: JobState): GroupTiming {
   const { heartbeatTimeoutMs, prepareTimeoutMs } = s.spec.rdzv;
   return { heartbeatTimeoutMs, prepareTimeoutMs, shutdownTimeoutMs: s.spec.shutdownTimeoutMs };
+}
+
+/**
+ * The timing of a round of `participants` nodes, `newcomers` of them new to the job: known members
+ * pick up `prepare` and `runWorkers` within memberPrepareTimeoutMs (runs that reached this code
+ * with it: a round's commands stay as they were recorded), newcomers pick up `prepare` within the
+ * longer of that and newcomerPrepareTimeoutMs.
+ */
+function roundTiming(s: JobState, participants: number, newcomers = 0): GroupTiming {
+  const t = timing(s);
+  const { groupSize } = s.spec.rdzv;
+  const members = participants > groupSize && wf.patched('member-prepare-scales') ? memberPrepareTimeoutMs(t.prepareTimeoutMs, participants, groupSize) : t.prepareTimeoutMs;
+  return { ...t, prepareTimeoutMs: members, newcomerPrepareTimeoutMs: Math.max(members, newcomerPrepareTimeoutMs(t.prepareTimeoutMs, newcomers)) };
 }
 
 /**
@@ -60,7 +73,7 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
   run.publish();
   const { round, spec } = s;
   const groups = partition(plan.participants.map((p) => p.nodeId), spec.rdzv.groupSize);
-  const t = { ...timing(s), newcomerPrepareTimeoutMs: newcomerPrepareTimeoutMs(spec.rdzv.prepareTimeoutMs, newcomers.size) };
+  const t = roundTiming(s, plan.participants.length, newcomers.size);
   const input = (nodeIds: string[]) => {
     const fresh = nodeIds.filter((id) => newcomers.has(id));
     return { jobId: spec.jobId, round, nodeIds, timing: t, ...(fresh.length ? { newcomers: fresh } : {}), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}) };
@@ -140,7 +153,7 @@ export async function runAssignments(run: JobRun, adoption: Adoption): Promise<R
   let done = 0;
   const finished = (nodeIds: string[]) => void run.apply({ type: 'groupFinished', round, nodeIds });
   const scope = new wf.CancellationScope();
-  const t = timing(run.state);
+  const t = roundTiming(run.state, assignments.length);
   const units = runUnits(run.state, round, groups, t, finished);
   for (const u of units) {
     void scope

@@ -1,14 +1,16 @@
 /**
  * `telastic run`'s membership: the node starts its job's workflow (or finds it running), offers
  * itself through the job's lobby and follows the job until it ends or drains the node: the job
- * nudges the node when its part changes, and the node then asks (`nodeQuery`). A node the job
+ * nudges the node with its fate when its part changes, and the node acts on it, or asks
+ * (`nodeQuery`) when the nudge carried none it may trust. A node the job
  * dropped as lost while alive stops its workers and joins again, unless processes of its last
  * round survived SIGKILL: it exits with the line that names them.
  */
 import { randomUUID } from 'node:crypto';
 import { drainNode, nodeState, sendToLobby, startJob } from '../client/api';
-import { agentPollMs } from '../job/groups';
+import { agentPollMs, idleAskMs } from '../job/groups';
 import type { JobSpec, JoinRequest } from '../job/spec';
+import type { NodeView } from '../job/status';
 import { FINAL_PHASES } from '../job/state';
 import { abortableSleep } from '../temporal/retry';
 import { outcomeOfFailure, type AgentOutcome } from './outcome';
@@ -95,19 +97,27 @@ export function jobMembership(o: JobMembershipOptions): Membership {
       else o.preemptSignal?.addEventListener('abort', onPreempt, { once: true });
     });
     const pollMs = agentPollMs(spec.maxNodes);
+    const askMs = idleAskMs(spec.maxNodes);
     // The job nudges this node when it drops, drains or refuses it (workflows/nudge.ts): then the
-    // node asks at once. Otherwise it asks every pollMs only once the job has had it do nothing
-    // for pollMs (waiting, a spare, or a nudge that never came), so the job's queries grow neither
-    // with the nodes that train nor at each round boundary; meanwhile a cheap check of the
-    // frontend keeps the contact metric honest.
-    // A nudge holds until the job answers: one heard while the server is out of reach (a cut
-    // link) is asked again every pollMs, not forgotten.
+    // node asks at once. Otherwise it asks every askMs only once the job has had it do nothing
+    // for askMs (waiting, a spare, or a nudge that never came), so the job's queries grow neither
+    // with the nodes that train nor at each round boundary, nor with the nodes that wait for a
+    // large round to form; meanwhile a cheap check of the frontend every pollMs keeps the contact
+    // metric honest.
+    // A nudge holds until the job answers: a refused query (the job's workflow task was running:
+    // BusyWorkflow) or a server out of reach (a cut link) is asked again after a backoff from
+    // 0.5 s up to pollMs, jittered, not forgotten.
     let nudged = false;
     let unanswered = false;
+    let retryMs = 0;
+    let askedAt = Date.now();
+    // A fate the job's own nudge carried (src/agent/nudge-fate.ts): acted on without a query.
+    let told: NodeView | null = null;
     let wake = () => undefined as void;
-    const offNudge = node.activities.onNudge((j) => {
+    const offNudge = node.activities.onNudge((j, fate) => {
       if (j !== jobId) return;
       nudged = true;
+      if (fate) told = { job: 'running', node: fate.node, ...(fate.reason ? { reason: fate.reason } : {}) };
       wake();
     });
     const nap = () => {
@@ -115,21 +125,25 @@ export function jobMembership(o: JobMembershipOptions): Membership {
       wake = () => woken.abort();
       const onStop = () => woken.abort();
       stop.addEventListener('abort', onStop, { once: true });
-      return (nudged && !unanswered ? Promise.resolve() : abortableSleep(pollMs, woken.signal)).finally(() => stop.removeEventListener('abort', onStop));
+      const ms = !nudged ? pollMs : unanswered ? retryMs : 0;
+      return (ms === 0 ? Promise.resolve() : abortableSleep(ms, woken.signal)).finally(() => stop.removeEventListener('abort', onStop));
     };
     const watch = (async (): Promise<AgentOutcome | null> => {
       while (!done && !stop.aborted) {
         await nap();
         if (done || stop.aborted) return null;
-        if (!nudged && node.activities.idleMs() < pollMs) {
+        if (!nudged && (node.activities.idleMs() < askMs || Date.now() - askedAt < askMs)) {
           await node.client.connection.withDeadline(Date.now() + 5000, () => node.client.connection.healthService.check({})).then(() => node.contact(), () => undefined);
           continue;
         }
-        const me = await node.client.connection
+        askedAt = Date.now();
+        const me = told ?? await node.client.connection
           .withDeadline(Date.now() + 5000, () => nodeState(node.client, jobId, node.nodeId))
           .then((v) => (FINAL_PHASES.includes(v.job) ? null : v))
           .catch(() => undefined);
+        told = null;
         unanswered = me === undefined;
+        retryMs = unanswered ? nextRetryMs(retryMs, pollMs) : 0;
         if (!unanswered) nudged = false;
         if (!me) continue;
         node.contact();
@@ -153,4 +167,10 @@ export function jobMembership(o: JobMembershipOptions): Membership {
     offNudge();
     return first;
   }
+}
+
+/** The wait before asking again after an unanswered ask: doubling from 0.5 s up to `maxMs`, jittered ±25 %. */
+export function nextRetryMs(previousMs: number, maxMs: number): number {
+  const base = Math.min(maxMs, Math.max(500, previousMs * 2));
+  return Math.round(base * (0.75 + Math.random() / 2));
 }

@@ -93,12 +93,40 @@ export function newcomerPrepareTimeoutMs(prepareTimeoutMs: number, newcomers: nu
 }
 
 /**
+ * How long a known member may take to pick up `prepare` in a round of `participants` nodes. A
+ * round of one group keeps `prepare_timeout`, so small jobs re-form as fast as before. Past the
+ * first group, 20 ms per participant, at most 60 s: one server dispatches (and cancels) a round's
+ * activities at a fixed rate, so on a busy one the last member of a large round picks up its
+ * `prepare` later than the first, though alive (1,024 nodes on 2 cores with 5 s: 130 healthy
+ * members dropped, every re-formation dropped more, and the job never ran again; docs/scale.md).
+ * A dead member costs this much longer only when nothing else gave it away first: a broken
+ * collective or a peer watch (src/job/peer-watch.ts) drops it before the round is prepared.
+ */
+export function memberPrepareTimeoutMs(prepareTimeoutMs: number, participants: number, groupSize: number): number {
+  const beyondFirstGroup = Math.max(0, participants - Math.max(1, groupSize));
+  return Math.max(prepareTimeoutMs, Math.min(60_000, prepareTimeoutMs + 20 * beyondFirstGroup));
+}
+
+/**
  * How often an agent asks the job about its own node (drained, dropped, rejected): every second
  * for small jobs, slower for large ones so that all agents together send at most about
  * 50 queries per second to the job, and at least every 30 s.
  */
 export function agentPollMs(maxNodes: number): number {
   return Math.round(Math.min(30_000, Math.max(1000, (maxNodes / 50) * 1000)));
+}
+
+/**
+ * How often a node the job has left idle (waiting, a spare, or one whose nudge never came) asks
+ * the job about itself: agentPollMs up to 250 nodes (all agents together about 50 queries/s),
+ * then maxNodes² / 12,500 s (so all together ask 12,500 / maxNodes times a second: 12/s at 1,024
+ * nodes, 6/s at 2,048), at most every 10 minutes. Every node of a large job is idle while its
+ * first round forms; at agentPollMs the 1,024 of them asked the job 50 times a second just when
+ * it was busiest. Nudged nodes still ask at once, and a job's end reaches every agent without a
+ * query (it waits for the workflow's result).
+ */
+export function idleAskMs(maxNodes: number): number {
+  return Math.max(agentPollMs(maxNodes), Math.round(Math.min(600_000, (maxNodes * maxNodes) / 12.5)));
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Which nodes the job nudges after a change of its state (src/job/fate.ts). */
 import { applyDeparture, applyDrain, applyJoinOrReject, rejectJoin } from '../../src/job/decide';
-import { nodesToTell } from '../../src/job/fate';
+import { fateOf, nodesToTell } from '../../src/job/fate';
 import { join, node, state } from './fixtures';
 
 const base = () => state({ members: [node('a'), node('b')], waiting: [node('c')], phase: 'running', round: 3 });
@@ -42,5 +42,16 @@ describe('nodesToTell', () => {
     const s = base();
     const next = applyDeparture(applyDeparture(rejectJoin(s, 'y', 'no'), 'a', 'lost'), 'c', 'drained');
     expect(nodesToTell(s, next).sort()).toEqual(['a', 'c', 'y']);
+  });
+});
+
+describe('fateOf (what a nudge tells the node)', () => {
+  it('a departure with its reason and round, a refusal with why, nothing for a node still in the job', () => {
+    const s = base();
+    expect(fateOf(applyDeparture(s, 'b', 'lost'), 'b')).toEqual({ node: 'lost', round: 3 });
+    expect(fateOf(applyDeparture(s, 'c', 'drained'), 'c')).toEqual({ node: 'drained', round: 3 });
+    expect(fateOf(rejectJoin(s, 'x', 'script y.py does not match'), 'x')).toEqual({ node: 'rejected', reason: 'script y.py does not match', round: 3 });
+    expect(fateOf(s, 'a')).toBeNull();
+    expect(fateOf(s, 'nobody')).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { agentPollMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
+import { agentPollMs, idleAskMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
 
 describe('partition', () => {
   it('splits in order into groups of at most groupSize, the last one smaller', () => {
@@ -67,6 +67,19 @@ describe('lobbies', () => {
   });
 });
 
+describe('idleAskMs', () => {
+  it('is agentPollMs up to 250 nodes, then slower so that all nodes together ask less as the job grows, at least every 10 min', () => {
+    for (const n of [1, 2, 16, 64, 250]) expect(idleAskMs(n)).toBe(agentPollMs(n));
+    expect(idleAskMs(1_024)).toBe(83_886);
+    expect(idleAskMs(2_048)).toBe(335_544);
+    expect(idleAskMs(10_000)).toBe(600_000);
+    const rate = (n: number) => n / (idleAskMs(n) / 1000);
+    expect(rate(250)).toBeCloseTo(50, 5);
+    expect(rate(1_024)).toBeLessThan(rate(512));
+    expect(rate(2_048)).toBeLessThan(rate(1_024));
+  });
+});
+
 describe('agentPollMs', () => {
   it('1 s for small jobs, slower for large ones, at most 30 s', () => {
     expect(agentPollMs(2)).toBe(1000);
@@ -74,6 +87,19 @@ describe('agentPollMs', () => {
     expect(agentPollMs(10_000)).toBe(30_000);
     // All agents together: at most about 50 queries per second below the 30 s cap.
     for (const n of [64, 256, 1024]) expect(n / (agentPollMs(n) / 1000)).toBeLessThanOrEqual(50);
+  });
+});
+
+describe('memberPrepareTimeoutMs', () => {
+  it('keeps prepare_timeout for a round of one group, and adds 20 ms per participant past it, at most 60 s', () => {
+    expect(memberPrepareTimeoutMs(5_000, 2, 64)).toBe(5_000);
+    expect(memberPrepareTimeoutMs(5_000, 64, 64)).toBe(5_000);
+    expect(memberPrepareTimeoutMs(5_000, 65, 64)).toBe(5_020);
+    expect(memberPrepareTimeoutMs(5_000, 1_024, 64)).toBe(24_200);
+    expect(memberPrepareTimeoutMs(5_000, 2_048, 64)).toBe(44_680);
+    expect(memberPrepareTimeoutMs(5_000, 10_000, 64)).toBe(60_000);
+    expect(memberPrepareTimeoutMs(90_000, 10_000, 64)).toBe(90_000);
+    expect(memberPrepareTimeoutMs(100, 12, 3)).toBe(280);
   });
 });
 
