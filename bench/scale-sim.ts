@@ -89,6 +89,7 @@ const hosts: { proc: ChildProcess; nodeIds: string[]; last: Partial<Record<FromH
 const serverLimitLines: string[] = [];
 const metrics = { port: 0, start: '', startAt: 0 };
 const running = new Map<number, Map<string, number>>(); // round → node → when it started running
+const rejoinedAt = new Map<string, number>(); // node → when it last learned it was dropped and joined again
 const peaks = { machineCpu: 0, serverRss: 0, serverFds: 0, hostsRss: 0, hostsFds: 0, controllerRss: 0, memAvailableMin: Infinity };
 
 function post(h: (typeof hosts)[number], m: ToHost) {
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
         running.get(r.round)!.set(r.nodeId, r.at);
       }
       if (m.t === 'error') say(`host ${proc.pid} error: ${m.message}`);
+      if (m.t === 'rejoined') rejoinedAt.set(m.nodeId, m.at);
     });
     hosts.push(h);
   }
@@ -204,28 +206,37 @@ async function main(): Promise<void> {
   const status = JSON.stringify(await getJobStatus({ connection }, jobId));
   say(`job workflow while running: history ${jobDesc.historyLength} events, ${Math.round(Number(jobDesc.historySize ?? 0) / 1024)} KiB; status query result ${Math.round(status.length / 1024)} KiB (${Math.round(status.length / N)} B per node; payload limit 2 MiB)`);
 
+  // Rates are over the time that passed between two snapshots, not WINDOW_S: a scrape of a busy
+  // server's 300,000 metric lines, or a busy node process's reply, takes seconds of its own.
+  const beatsAt = async () => {
+    const t0 = Date.now();
+    const text = await scrape(metricsPort);
+    return { at: (t0 + Date.now()) / 2, n: sumOf(text, 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"'), text };
+  };
   hosts.forEach((h) => post(h, { t: 'stats' }));
   const s0 = await fromAll('stats');
-  const hb0 = sumOf(await scrape(metricsPort), 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"');
+  const hb0 = await beatsAt();
   const steady = cpuWindow({ server: [server.pid], controller: [controller.pid!], hosts: hosts.map((h) => h.proc.pid!) });
   await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
   hosts.forEach((h) => post(h, { t: 'stats' }));
   const s1 = await fromAll('stats');
-  const m1 = await scrape(metricsPort);
-  const hb1 = sumOf(m1, 'service_requests', 'operation="RecordActivityTaskHeartbeat"', 'service_name="frontend"', 'namespace="default"');
+  const hb1 = await beatsAt();
+  const m1 = hb1.text;
+  const nodeWindowS = Math.max(...s1.map((s, i) => s.at - s0[i].at)) / 1000;
+  const serverWindowS = (hb1.at - hb0.at) / 1000;
   const polls = (op: string) => sumOf(m1, 'service_pending_requests', `operation="${op}"`, 'service_name="frontend"', 'namespace="default"');
   if (argv.includes('--debug-polls')) say(nonZero(m1, 'service_pending_requests').join(' | '));
   say(`long polls held at the frontend: PollActivityTaskQueue ${polls('PollActivityTaskQueue')}, PollWorkflowTaskQueue ${polls('PollWorkflowTaskQueue')} (frontend.namespaceCount: 1,200 per API by default)`);
   const sc = steady();
   const asked = s1.reduce((a, s) => a + s.queries, 0) - s0.reduce((a, s) => a + s.queries, 0);
-  say(`node queries to the job while running (nodes ask when nudged, or once the job has had them idle for idleAskMs): ${(asked / WINDOW_S).toFixed(1)}/s over ${WINDOW_S} s (before nudges: every node every ${secs(agentPollMs(N))}, ${(N / (agentPollMs(N) / 1000)).toFixed(1)}/s)`);
+  say(`node queries to the job while running (nodes ask when nudged, or once the job has had them idle for idleAskMs): ${(asked / nodeWindowS).toFixed(1)}/s over ${nodeWindowS.toFixed(1)} s (before nudges: every node every ${secs(agentPollMs(N))}, ${(N / (agentPollMs(N) / 1000)).toFixed(1)}/s)`);
   const perWf = new Map<string, number>();
   for (const s of s1) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) + n);
   for (const s of s0) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) - n);
-  const rates = [...perWf].filter(([wf]) => wf.includes(`/round-${all.round}/run-`)).map(([, n]) => n / WINDOW_S);
+  const rates = [...perWf].filter(([wf]) => wf.includes(`/round-${all.round}/run-`)).map(([, n]) => n / nodeWindowS);
   const total = rates.reduce((a, b) => a + b, 0);
   const interval = OLD_HEARTBEAT ? 1000 : heartbeatIntervalMs(10_000, GROUP);
-  say(`heartbeats over ${WINDOW_S} s: counted at the nodes ${total.toFixed(1)}/s in all, per run group ${rates.map((r) => r.toFixed(1)).join(' ')}/s; at the server ${((hb1 - hb0) / WINDOW_S).toFixed(1)}/s; per node-hour ${Math.round((total / N) * 3600)} (interval ${interval} ms${OLD_HEARTBEAT ? ', as before groups' : ''} → ${Math.round(3_600_000 / interval)} expected; 3,600 at the old 1 s)`);
+  say(`heartbeats: counted at the nodes over ${nodeWindowS.toFixed(1)} s ${total.toFixed(1)}/s in all, per run group ${rates.map((r) => r.toFixed(1)).join(' ')}/s; at the server over ${serverWindowS.toFixed(1)} s ${((hb1.n - hb0.n) / serverWindowS).toFixed(1)}/s; per node-hour ${Math.round((total / N) * 3600)} (interval ${interval} ms${OLD_HEARTBEAT ? ', as before groups' : ''} → ${Math.round(3_600_000 / interval)} expected; 3,600 at the old 1 s)`);
   say(`server CPU while running: ${((sc.perGroup.server / 100) * 60 / N).toFixed(3)} CPU-seconds per node-minute (${sc.perGroup.server} % of one core for ${N} nodes)`);
   say(`CPU while running (% of one core): server ${sc.perGroup.server}, controller ${sc.perGroup.controller}, sim processes ${sc.perGroup.hosts}; machine ${sc.machine} %; RSS server ${mib(rssKb(server.pid) ?? 0)}, controller ${mib(rssKb(controller.pid!) ?? 0)}, sim processes ${s1.map((s) => mib(s.rssKb)).join(', ')}`);
 
@@ -261,11 +272,22 @@ async function droppedReturns(connection: Connection, jobId: string, members: st
   const dropped = members[Math.floor(members.length / 3)];
   const owner = hosts.find((h) => h.nodeIds.includes(dropped))!;
   const pauseMs = HEARTBEAT_TIMEOUT_MS + 2000;
+  rejoinedAt.delete(dropped);
   post(owner, { t: 'pause', nodeId: dropped, ms: pauseMs });
-  const droppedAt = await waitFor(`the job to drop ${dropped}`, () => nodeState({ connection }, jobId, dropped).then((v) => (v.node === 'lost' ? Date.now() : null), () => null), TIMEOUT_MS, 250);
+  // Seen by asking the job (a busy job refuses some queries), or, if the node hears first, when it
+  // was told and joined again: a few milliseconds after the drop, so never an earlier drop time.
+  const seen = { by: 'the job\'s node query' };
+  const droppedAt = await waitFor(`the job to drop ${dropped}`, async () => {
+    const told = rejoinedAt.get(dropped);
+    if (told !== undefined) {
+      seen.by = 'the node told of its drop';
+      return told;
+    }
+    return nodeState({ connection }, jobId, dropped).then((v) => (v.node === 'lost' ? Date.now() : null), () => null);
+  }, TIMEOUT_MS, 250);
   const back = await waitFor(`${dropped} running again`, () => roundWithAll([dropped], round), TIMEOUT_MS, 100);
   const took = back.at - droppedAt;
-  say(`one live node dropped (${dropped}: frozen ${secs(pauseMs)}) → running again (round ${back.round}) after the job dropped it: ${within(took, BOUNDS.returnMs)} (2 × heartbeat_timeout)`);
+  say(`one live node dropped (${dropped}: frozen ${secs(pauseMs)}) → running again (round ${back.round}) after the job dropped it: ${within(took, BOUNDS.returnMs)} (2 × heartbeat_timeout; drop seen by ${seen.by})`);
 }
 
 async function histories(client: Client, jobId: string, firstRound: number): Promise<void> {

@@ -163,7 +163,7 @@ process.on('message', (m: ToHost) => {
     send({ t: 'paused', nodeId: m.nodeId, at: Date.now() });
   }
   if (m.t === 'finish') for (const n of nodes.values()) n.finish();
-  if (m.t === 'stats') send({ t: 'stats', beats: Object.fromEntries(beats), rssKb: rssKb(process.pid) ?? 0, warnings: { ...Object.fromEntries(warnings), ...(rejoins ? { 'rejoined after being dropped': rejoins } : {}) }, nudges, queries });
+  if (m.t === 'stats') send({ t: 'stats', at: Date.now(), beats: Object.fromEntries(beats), rssKb: rssKb(process.pid) ?? 0, warnings: { ...Object.fromEntries(warnings), ...(rejoins ? { 'rejoined after being dropped': rejoins } : {}) }, nudges, queries });
   if (m.t === 'exit') {
     stopPolls = true;
     process.exit(0);

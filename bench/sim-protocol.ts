@@ -27,5 +27,5 @@ export type FromHost =
   | { t: 'lost'; nodeId: string; at: number }
   | { t: 'paused'; nodeId: string; at: number }
   | { t: 'rejoined'; nodeId: string; at: number }
-  | { t: 'stats'; beats: Record<string, number>; rssKb: number; warnings: Record<string, number>; nudges: number; queries: number }
+  | { t: 'stats'; at: number; beats: Record<string, number>; rssKb: number; warnings: Record<string, number>; nudges: number; queries: number }
   | { t: 'error'; message: string };
