@@ -406,9 +406,12 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
         deps.log.info({ round: a.round, windowMs }, 'job run closed mid-round: workers wait for its next run to adopt them');
         live.release(me, windowMs, () => void group.stop(`not adopted within ${windowMs / 1000}s`, deps.stopSignal?.()));
         released = true;
-        // Either the job moved to a new run or it dropped this node (a cut link outlasted the
-        // heartbeat timeout, and the job's nudge expired unseen): the agent asks it which.
-        tellNudged(a.jobId);
+        // A round the job ran itself: either the job moved to a new run or it dropped this node
+        // (a cut link outlasted the heartbeat timeout, and the job's nudge expired unseen): the
+        // agent asks it which. A group workflow closes at every end of its round, for each of its
+        // nodes at once; the job tells them what it needs to (a prepare, a fate): 1,024 nodes
+        // asking the job at every round boundary made tens of thousands of refused queries.
+        if (ctx.info.workflowExecution?.workflowId === a.jobId) tellNudged(a.jobId);
         throw err;
       }
       if (err instanceof CancelledFailure) deps.log.info({ round: a.round, reason: err.message }, 'round cancelled: stopping workers');

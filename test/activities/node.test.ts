@@ -19,8 +19,9 @@ afterAll(() => rmSync(runDir, { recursive: true, force: true }));
 // Every activity a test started ends with it, also when the test failed half-way: a runWorkers
 // left running would heartbeat for ever and keep jest from exiting.
 const envs: Array<{ env: MockActivityEnvironment; runs: Promise<unknown>[] }> = [];
-function mockEnv(): MockActivityEnvironment {
-  const env = new MockActivityEnvironment();
+/** `from`: the execution that scheduled the activity (a job's own rounds and nudges come from the job id). */
+function mockEnv(from?: { workflowId: string; workflowType: string }): MockActivityEnvironment {
+  const env = new MockActivityEnvironment(from ? { workflowExecution: { workflowId: from.workflowId, runId: 'r1' }, workflowType: from.workflowType } : undefined);
   const runs: Promise<unknown>[] = [];
   const run = env.run.bind(env);
   env.run = ((fn: Parameters<typeof run>[0], ...args: unknown[]) => {
@@ -157,7 +158,7 @@ describe('createNodeActivities with an injected startGroup', () => {
     const node = activities(g.startGroup, 200);
     const heard: string[] = [];
     node.onNudge((j) => heard.push(j));
-    const old = mockEnv();
+    const old = mockEnv({ workflowId: assignment.jobId, workflowType: 'elasticJob' });
     const first = old.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
     await waitUntil(() => g.started.length === 1);
     expect(heard).toEqual([]);
@@ -170,6 +171,33 @@ describe('createNodeActivities with an injected startGroup', () => {
     expect(g.stops).toEqual(['not adopted within 0.2s']);
     // Adopting a stopped group reports it stopped (the job then counts the node lost and restarts).
     await expect(mockEnv().run(node.activities.runWorkers, assignment)).rejects.toThrow(/were stopped: not adopted/);
+  });
+});
+
+describe('nudges', () => {
+  it('a group workflow closing at the end of its round does not make the node ask the job (every node of the group would)', async () => {
+    const g = fakeGroup();
+    const node = activities(g.startGroup, 200);
+    const heard: string[] = [];
+    node.onNudge((j) => heard.push(j));
+    const group = mockEnv({ workflowId: `${assignment.jobId}/round-2/run-0`, workflowType: 'runGroup' });
+    const run = group.run(node.activities.runWorkers, assignment).catch((e: unknown) => e);
+    await waitUntil(() => g.started.length === 1);
+    runClosed(group);
+    await run;
+    await tick(30);
+    expect(heard).toEqual([]);
+  });
+
+  it('hands on the fate a nudge carries when the job scheduled it and the node prepared no later round; any other nudge carries none', async () => {
+    const node = activities(fakeGroup().startGroup);
+    const heard: unknown[] = [];
+    node.onNudge((j, fate) => heard.push([j, fate]));
+    const fate = { node: 'lost' as const, round: 2 };
+    await mockEnv({ workflowId: 'job1', workflowType: 'elasticJob' }).run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
+    await mockEnv({ workflowId: 'someone-else', workflowType: 'elasticJob' }).run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
+    await mockEnv({ workflowId: 'job1', workflowType: 'elasticJob' }).run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1' });
+    expect(heard).toEqual([['job1', fate], ['job1', null], ['job1', null]]);
   });
 });
 
