@@ -54,6 +54,7 @@ export async function elasticJob(input: JobInput | JobSpecInput): Promise<JobRes
   const run = new JobRun(input.state ?? initialState(spec, Date.now()));
   const startRound = run.state.round;
   handleMessages(run);
+  if (input.state) run.retell();
 
   const finish = (phase: 'failed' | 'cancelled' | 'succeeded', verdict?: string) => {
     run.apply({ type: 'ended', phase, ...(verdict ? { verdict } : {}) });
