@@ -13,9 +13,9 @@ import type { DepartureReason, JobState } from './state';
 
 /**
  * What a nudge tells a node (NudgeInput.fate): dropped as lost, drained, let leave, or its join
- * refused (with why), and the round the job was in then. The agent acts on it only when the nudge
- * came from the job's own execution and is not older than a round the node prepared since
- * (activities/node.ts); otherwise it asks the job.
+ * refused (with why), and the round the job was in then. The agent acts on a drop as lost
+ * without asking when the nudge came from the job's own execution and is about this run of the
+ * agent (src/agent/nudge-fate.ts); on anything else it asks the job.
  */
 export interface NodeFate {
   node: DepartureReason | 'rejected';

@@ -189,15 +189,21 @@ describe('nudges', () => {
     expect(heard).toEqual([]);
   });
 
-  it('hands on the fate a nudge carries when the job scheduled it and the node prepared no later round; any other nudge carries none', async () => {
+  it('hands on a drop a nudge carries only when the job scheduled it and this agent prepared a round of the job, none after the drop', async () => {
     const node = activities(fakeGroup().startGroup);
     const heard: unknown[] = [];
     node.onNudge((j, fate) => heard.push([j, fate]));
     const fate = { node: 'lost' as const, round: 2 };
-    await mockEnv({ workflowId: 'job1', workflowType: 'elasticJob' }).run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
+    const fromJob = () => mockEnv({ workflowId: 'job1', workflowType: 'elasticJob' });
+    // A fresh agent (a container restarted in place) may be hearing of its predecessor's drop.
+    await fromJob().run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
+    await mockEnv().run(node.activities.prepare, { jobId: 'job1', round: 2, nodeId: 'n1' });
+    await fromJob().run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
     await mockEnv({ workflowId: 'someone-else', workflowType: 'elasticJob' }).run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
-    await mockEnv({ workflowId: 'job1', workflowType: 'elasticJob' }).run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1' });
-    expect(heard).toEqual([['job1', fate], ['job1', null], ['job1', null]]);
+    await fromJob().run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1' });
+    await mockEnv().run(node.activities.prepare, { jobId: 'job1', round: 3, nodeId: 'n1' });
+    await fromJob().run(node.activities.nudge, { jobId: 'job1', nodeId: 'n1', fate });
+    expect(heard).toEqual([['job1', null], ['job1', fate], ['job1', null], ['job1', null], ['job1', null]]);
   });
 });
 
