@@ -257,7 +257,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     touch();
     preparedRounds.set(input.jobId, Math.max(input.round, preparedRounds.get(input.jobId) ?? -1));
     const ctx = Context.current();
-    ctx.heartbeat();
+    // No heartbeat at the start: each is a write on the server, and a node's prepare is over
+    // within the second; stopping old workers or a health check heartbeats every second below.
     await launchFor(input.launch);
     peers.roundForming(input.jobId, input.round);
     // Stopping workers that ignore SIGTERM takes the shutdown timeout, and more when they do not

@@ -7,7 +7,7 @@
  *   one node lost → all running  its heartbeats stop and its Worker stops polling (a kill -9, as
  *                                Temporal sees it) → the other N-1 running in a later round
  *   dropped node returns         a live node frozen past the heartbeat timeout is dropped, nudged,
- *                                asks, rejoins: drop → running again (bound 2 × heartbeat_timeout)
+ *                                asks, rejoins: drop → running again (bound 2 × the round's heartbeat timeout)
  *   heartbeats                   counted per execution at the nodes, and at the server
  *   histories                    events per round per execution, signals per lobby, peak pending
  *                                activities per execution (from the events; and described live)
@@ -15,7 +15,7 @@
  *   resources                    CPU, RSS and open fds of the server, the controller, the hosts
  * Every wait is bounded (--timeout); everything started here is killed at the end, also on failure.
  * Usage: node lib/bench/scale-sim.js [--nodes 16] [--hosts 1] [--group-size 64] [--pollers N]
- *   [--nodes-per-connection 64] [--join-width 32] [--no-poll] [--old-heartbeat] [--window 20] [--timeout 300] [--sim-nice 0]
+ *   [--nodes-per-connection 64] [--join-width 32] [--no-poll] [--old-heartbeat] [--form-only] [--window 20] [--timeout 300] [--sim-nice 0]
  *   [--dc KEY=VALUE]…   (--old-heartbeat: nodes heartbeat every 1 s as before groups, for the "before" figure)
  */
 import { Client, Connection } from '@temporalio/client';
@@ -26,7 +26,7 @@ import path from 'node:path';
 import { getJobStatus, nodeState } from '../src/client/api';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { NODE_POLLERS } from '../src/temporal/workers';
-import { agentPollMs, groupWorkflowId, heartbeatIntervalMs, lobbyCount, newcomerPrepareTimeoutMs } from '../src/job/groups';
+import { agentPollMs, groupWorkflowId, heartbeatIntervalMs, lobbyCount, newcomerPrepareTimeoutMs, runHeartbeatTimeoutMs } from '../src/job/groups';
 import { rdzvTimingSchema } from '../src/job/spec';
 import { BIN, median, waitFor } from './agents';
 import { executionCosts, jobEventsPerRound } from './history';
@@ -44,6 +44,8 @@ const PER_CONN = Number(opt('--nodes-per-connection', '64'));
 const WINDOW_S = Number(opt('--window', '20'));
 const TIMEOUT_MS = Number(opt('--timeout', '300')) * 1000;
 const OLD_HEARTBEAT = argv.includes('--old-heartbeat');
+/** Stop after the formation and the running round's figures: no node lost, none dropped (repeated runs of the formation). */
+const FORM_ONLY = argv.includes('--form-only');
 /** prepare_timeout in seconds (the product default is 5): how long a node may take to pick up `prepare`. */
 const PREPARE_S = Number(opt('--prepare-timeout', '5'));
 /**
@@ -55,6 +57,8 @@ const PREPARE_S = Number(opt('--prepare-timeout', '5'));
 const SIM_NICE = Number(opt('--sim-nice', '0'));
 const DC = argv.flatMap((a, i) => (a === '--dc' ? [argv[i + 1]] : []));
 const HEARTBEAT_TIMEOUT_MS = rdzvTimingSchema.parse({}).heartbeatTimeoutMs;
+/** The heartbeat timeout the job gives runWorkers in a round of N (src/job/groups.ts): heartbeat_timeout up to 1,000 nodes. */
+const RUN_HEARTBEAT_TIMEOUT_MS = runHeartbeatTimeoutMs(HEARTBEAT_TIMEOUT_MS, N);
 /**
  * Concurrent long polls the frontend must hold (docs/production.md, Sizing): every node Worker's
  * activity polls, plus the controller's and the system's. Past `frontend.namespaceCount` (1,200
@@ -67,11 +71,11 @@ const OPERATOR_DC = POLLS_NEEDED > 1200 && !DC.some((kv) => kv.startsWith('front
 /**
  * The bounds this benchmark holds a run to, from the product's own timeouts (printed with each
  * figure): a first formation within two prepares of N newcomers (one may drop slow nodes, which
- * rejoin); one node lost → the rest running again within heartbeat_timeout (noticing it) plus
- * one such prepare; a dropped live node back within 2 × heartbeat_timeout (issue 21).
+ * rejoin); one node lost → the rest running again within the round's heartbeat timeout (noticing
+ * it) plus one such prepare; a dropped live node back within 2 × that timeout (issue 21).
  */
 const NEWCOMER_PREPARE_MS = newcomerPrepareTimeoutMs(PREPARE_S * 1000, N);
-const BOUNDS = { formMs: 2 * NEWCOMER_PREPARE_MS, recoverMs: HEARTBEAT_TIMEOUT_MS + NEWCOMER_PREPARE_MS, returnMs: 2 * HEARTBEAT_TIMEOUT_MS };
+const BOUNDS = { formMs: 2 * NEWCOMER_PREPARE_MS, recoverMs: RUN_HEARTBEAT_TIMEOUT_MS + NEWCOMER_PREPARE_MS, returnMs: 2 * RUN_HEARTBEAT_TIMEOUT_MS };
 const LIMIT_RE = /limit|exceed|exhausted|too many|buffered events|force.?fail/i;
 
 const report: string[] = [];
@@ -235,11 +239,18 @@ async function main(): Promise<void> {
   for (const s of s0) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) - n);
   const rates = [...perWf].filter(([wf]) => wf.includes(`/round-${all.round}/run-`)).map(([, n]) => n / nodeWindowS);
   const total = rates.reduce((a, b) => a + b, 0);
-  const interval = OLD_HEARTBEAT ? 1000 : heartbeatIntervalMs(10_000, GROUP);
+  const interval = OLD_HEARTBEAT ? 1000 : heartbeatIntervalMs(RUN_HEARTBEAT_TIMEOUT_MS, GROUP, N);
   say(`heartbeats: counted at the nodes over ${nodeWindowS.toFixed(1)} s ${total.toFixed(1)}/s in all, per run group ${rates.map((r) => r.toFixed(1)).join(' ')}/s; at the server over ${serverWindowS.toFixed(1)} s ${((hb1.n - hb0.n) / serverWindowS).toFixed(1)}/s; per node-hour ${Math.round((total / N) * 3600)} (interval ${interval} ms${OLD_HEARTBEAT ? ', as before groups' : ''} → ${Math.round(3_600_000 / interval)} expected; 3,600 at the old 1 s)`);
   say(`server CPU while running: ${((sc.perGroup.server / 100) * 60 / N).toFixed(3)} CPU-seconds per node-minute (${sc.perGroup.server} % of one core for ${N} nodes)`);
   say(`CPU while running (% of one core): server ${sc.perGroup.server}, controller ${sc.perGroup.controller}, sim processes ${sc.perGroup.hosts}; machine ${sc.machine} %; RSS server ${mib(rssKb(server.pid) ?? 0)}, controller ${mib(rssKb(controller.pid!) ?? 0)}, sim processes ${s1.map((s) => mib(s.rssKb)).join(', ')}`);
 
+  if (FORM_ONLY) {
+    say(`nodes whose runWorkers started, per round (as the nodes saw it): ${[...running].sort((x, y) => x[0] - y[0]).map(([r, nodes]) => `round ${r} ${nodes.size}`).join(', ')}`);
+    await histories(client, jobId, all.round);
+    await limits(metricsPort, m0);
+    clearInterval(sampler);
+    return;
+  }
   const members = ids.filter((id) => running.get(all.round)?.has(id));
   const victim = members[Math.floor(members.length / 2)];
   const rest = members.filter((id) => id !== victim);
@@ -263,15 +274,15 @@ async function main(): Promise<void> {
 }
 
 /**
- * A live node the job drops: frozen (no heartbeats, no answer) for heartbeat_timeout + 2 s, as a
- * SIGSTOP then SIGCONT would, then alive. The job nudges it as it drops it (workflows/nudge.ts);
- * the node asks, learns it was dropped and joins again. Timed from the drop (the job's status
- * says `lost`) to the node running in a later round; the bound is 2 × heartbeat_timeout.
+ * A live node the job drops: frozen (no heartbeats, no answer) for the round's heartbeat timeout
+ * + 2 s, as a SIGSTOP then SIGCONT would, then alive. The job nudges it as it drops it
+ * (workflows/nudge.ts); the node asks, learns it was dropped and joins again. Timed from the drop
+ * (the job's status says `lost`) to the node running in a later round; the bound is 2 × that timeout.
  */
 async function droppedReturns(connection: Connection, jobId: string, members: string[], round: number): Promise<void> {
   const dropped = members[Math.floor(members.length / 3)];
   const owner = hosts.find((h) => h.nodeIds.includes(dropped))!;
-  const pauseMs = HEARTBEAT_TIMEOUT_MS + 2000;
+  const pauseMs = RUN_HEARTBEAT_TIMEOUT_MS + 2000;
   rejoinedAt.delete(dropped);
   post(owner, { t: 'pause', nodeId: dropped, ms: pauseMs });
   // Seen by asking the job (a busy job refuses some queries), or, if the node hears first, when it
@@ -287,7 +298,7 @@ async function droppedReturns(connection: Connection, jobId: string, members: st
   }, TIMEOUT_MS, 250);
   const back = await waitFor(`${dropped} running again`, () => roundWithAll([dropped], round), TIMEOUT_MS, 100);
   const took = back.at - droppedAt;
-  say(`one live node dropped (${dropped}: frozen ${secs(pauseMs)}) → running again (round ${back.round}) after the job dropped it: ${within(took, BOUNDS.returnMs)} (2 × heartbeat_timeout; drop seen by ${seen.by})`);
+  say(`one live node dropped (${dropped}: frozen ${secs(pauseMs)}) → running again (round ${back.round}) after the job dropped it: ${within(took, BOUNDS.returnMs)} (2 × the round's heartbeat timeout, ${secs(RUN_HEARTBEAT_TIMEOUT_MS)}; drop seen by ${seen.by})`);
 }
 
 async function histories(client: Client, jobId: string, firstRound: number): Promise<void> {

@@ -19,6 +19,15 @@ export interface GroupTiming {
   shutdownTimeoutMs: number;
   /** The prepare bound of the round's newcomers (newcomerPrepareTimeoutMs); absent in inputs of older runs. */
   newcomerPrepareTimeoutMs?: number;
+  /**
+   * Rounds of several groups (src/job/groups.ts, largeRoundSlack): how long a member may take to
+   * pick up `runWorkers`, and how long `prepare` may go without a heartbeat. Absent: the prepare
+   * bound and heartbeat_timeout, as in inputs of older runs.
+   */
+  runStartTimeoutMs?: number;
+  prepareHeartbeatTimeoutMs?: number;
+  /** The heartbeat timeout of `runWorkers` in a large round (runHeartbeatTimeoutMs); absent: heartbeatTimeoutMs. */
+  runHeartbeatTimeoutMs?: number;
 }
 
 /**
@@ -41,11 +50,11 @@ export type { NodeOutcome };
 function onNode(t: GroupTiming, nodeId: string, summary: string, long: boolean): NodeActivities {
   return wf.proxyActivities<NodeActivities>({
     taskQueue: nodeQueue(nodeId),
-    scheduleToStartTimeout: t.prepareTimeoutMs,
+    scheduleToStartTimeout: long ? (t.runStartTimeoutMs ?? t.prepareTimeoutMs) : t.prepareTimeoutMs,
     // prepare stops the last round's workers: SIGTERM, SIGKILL after the shutdown timeout, and
     // as long again (at least 5 s) for them to die before they are reported stuck.
     startToCloseTimeout: long ? '3650 days' : 2 * t.shutdownTimeoutMs + 65_000,
-    heartbeatTimeout: t.heartbeatTimeoutMs,
+    heartbeatTimeout: long ? t.heartbeatTimeoutMs : (t.prepareHeartbeatTimeoutMs ?? t.heartbeatTimeoutMs),
     retry: { maximumAttempts: 1 },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
     summary,
@@ -104,10 +113,12 @@ export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAns
 export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
   const { jobId, round, launch, checkpointDir } = input;
   const newcomers = new Set(input.newcomers ?? []);
-  const newcomerTiming = { ...input.timing, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
+  // The heartbeat bound is prepare's own in a large round (for classify's message too).
+  const memberTiming = { ...input.timing, heartbeatTimeoutMs: input.timing.prepareHeartbeatTimeoutMs ?? input.timing.heartbeatTimeoutMs };
+  const newcomerTiming = { ...memberTiming, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
   return Promise.all(
     input.nodeIds.map((nodeId) => {
-      const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
+      const timing = newcomers.has(nodeId) ? newcomerTiming : memberTiming;
       return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
         .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
@@ -152,7 +163,10 @@ export async function runGroup(input: RunGroupInput): Promise<NodeOutcome[]> {
  * hears of the first nodes whose workers exited 0 while others still run.
  */
 export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: string[]) => Promise<void> | void): Promise<NodeOutcome[]> {
-  const { round, assignments, timing } = input;
+  const { round, assignments } = input;
+  // runWorkers' own bounds, for classify's messages too.
+  const t = input.timing;
+  const timing = { ...t, prepareTimeoutMs: t.runStartTimeoutMs ?? t.prepareTimeoutMs, heartbeatTimeoutMs: t.runHeartbeatTimeoutMs ?? t.heartbeatTimeoutMs };
   const outcomes = new Map<string, NodeOutcome>();
   const scope = new wf.CancellationScope({ cancellable: true });
   for (const a of assignments) {

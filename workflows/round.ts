@@ -7,7 +7,7 @@
  */
 import * as wf from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { groupWorkflowId, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
+import { groupWorkflowId, largeRoundSlack, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
@@ -35,13 +35,15 @@ function timing(s: JobState): GroupTiming {
  * The timing of a round of `participants` nodes, `newcomers` of them new to the job: known members
  * pick up `prepare` and `runWorkers` within memberPrepareTimeoutMs (runs that reached this code
  * with it: a round's commands stay as they were recorded), newcomers pick up `prepare` within the
- * longer of that and newcomerPrepareTimeoutMs.
+ * longer of that and newcomerPrepareTimeoutMs; a round of several groups gives `runWorkers`'
+ * pick-up and `prepare`'s heartbeats more (largeRoundSlack, in runs that reached it).
  */
 function roundTiming(s: JobState, participants: number, newcomers = 0): GroupTiming {
   const t = timing(s);
   const { groupSize } = s.spec.rdzv;
   const members = participants > groupSize && wf.patched('member-prepare-scales') ? memberPrepareTimeoutMs(t.prepareTimeoutMs, participants, groupSize) : t.prepareTimeoutMs;
-  return { ...t, prepareTimeoutMs: members, newcomerPrepareTimeoutMs: Math.max(members, newcomerPrepareTimeoutMs(t.prepareTimeoutMs, newcomers)) };
+  const slack = participants > groupSize && wf.patched('large-round-slack') ? largeRoundSlack(s.spec.rdzv, participants) : null;
+  return { ...t, prepareTimeoutMs: members, newcomerPrepareTimeoutMs: Math.max(members, newcomerPrepareTimeoutMs(t.prepareTimeoutMs, newcomers)), ...(slack ?? {}) };
 }
 
 /**
@@ -93,12 +95,20 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
     run.publish();
     return null;
   }
-  const { members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId), unanswered });
+  let { members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId), unanswered });
+  // Newcomers that did not answer are dropped (and nudged) and the round goes on without them:
+  // none of its workers started, and forming it again for them cost a 2,048-node job a round of
+  // minutes each time one of its 4,096 node activities came late (runs that reached this code).
+  const missingNewcomers = unanswered.length > 0 && unanswered.every((u) => newcomers.has(u.nodeId) && !u.stuck);
+  if (missingNewcomers && wf.patched('round-without-missing-newcomers')) {
+    const missing = new Set(unanswered.map((u) => u.nodeId));
+    ({ members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId).filter((id) => !missing.has(id)), unanswered: [] }));
+  } else if (unanswered.length > 0) return null;
   // Every participant may have been drained (or left) while prepare ran: form again.
-  if (unanswered.length > 0 || members.length < run.state.spec.minNodes) return null;
-  const first = answers[0];
+  if (members.length === 0 || members.length < run.state.spec.minNodes) return null;
+  const first = answers.find((a) => a.nodeId === members[0].nodeId);
   const watchPorts = Object.fromEntries(answers.flatMap((a) => (a.ok && a.watchPort !== undefined ? [[a.nodeId, a.watchPort]] : [])));
-  return { participants: members, master: { addr: members[0].address, port: first.ok ? first.port : 0 }, watchPorts };
+  return { participants: members, master: { addr: members[0].address, port: first?.ok ? first.port : 0 }, watchPorts };
 }
 
 /**
@@ -133,7 +143,8 @@ export async function runRound(run: JobRun, prepared: PreparedRound): Promise<Ro
   if (verdict !== null) return { noProgress: verdict };
   // Peer watch (issue 21): each node watches the next around the ring; runs recorded before it did not.
   const watch = wf.patched('peer-watch') ? watchTargets(prepared.participants, prepared.watchPorts ?? {}) : undefined;
-  const assignments = d.assignRanks(s, prepared.participants, prepared.master, { resumeFrom: lookup.resumeFrom, watch }).map((a) => ({ ...a, ...launchOf(s) }));
+  const { runHeartbeatTimeoutMs } = roundTiming(s, prepared.participants.length);
+  const assignments = d.assignRanks(s, prepared.participants, prepared.master, { resumeFrom: lookup.resumeFrom, watch, ...(runHeartbeatTimeoutMs ? { heartbeatTimeoutMs: runHeartbeatTimeoutMs } : {}) }).map((a) => ({ ...a, ...launchOf(s) }));
   run.apply({ type: 'running' });
   run.publish();
   void wf.CancellationScope.nonCancellable(() => pruneOld(s, prepared.participants[0].nodeId));

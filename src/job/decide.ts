@@ -172,7 +172,8 @@ export function assignRanks(
   state: JobState,
   participants: NodeRecord[],
   master: { addr: string; port: number },
-  extra: { resumeFrom?: string; watch?: (WatchTarget | undefined)[] } = {},
+  /** heartbeatTimeoutMs: the round's runWorkers heartbeat timeout (runHeartbeatTimeoutMs), when not heartbeat_timeout. */
+  extra: { resumeFrom?: string; watch?: (WatchTarget | undefined)[]; heartbeatTimeoutMs?: number } = {},
 ): RoundAssignment[] {
   const worldSize = participants.reduce((s, n) => s + n.slots, 0);
   let rankOffset = 0;
@@ -191,7 +192,7 @@ export function assignRanks(
       masterPort: master.port,
       restartCount: state.restarts,
       maxRestarts: state.spec.maxRestarts,
-      heartbeatIntervalMs: heartbeatIntervalMs(state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize),
+      heartbeatIntervalMs: heartbeatIntervalMs(extra.heartbeatTimeoutMs ?? state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize, participants.length),
       ...(state.spec.checkpointDir ? { checkpointDir: state.spec.checkpointDir } : {}),
       ...(state.spec.progressTimeoutMs ? { progressTimeoutMs: state.spec.progressTimeoutMs } : {}),
       ...(state.spec.progressTimeoutMs && state.spec.progressStartTimeoutMs ? { progressStartTimeoutMs: state.spec.progressStartTimeoutMs } : {}),

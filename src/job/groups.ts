@@ -14,6 +14,16 @@ export const DEFAULT_GROUP_SIZE = 64;
 /** The per-execution heartbeat budget the interval is chosen to stay under. */
 export const MAX_HEARTBEATS_PER_SECOND = 50;
 
+/**
+ * The whole round's heartbeat budget. Every heartbeat is one write of an execution's state on the
+ * server, and so is every heartbeat timeout the server checks: at 2,048 nodes heartbeating every
+ * 3.3 s against 10 s the nodes sent 615/s, a dev server on 2 cores recorded 436/s and ran its
+ * heartbeat-timeout checks 39 s late, and live nodes were dropped for "no heartbeat within 10s"
+ * while their round started (docs/scale.md). Rounds up to 1,000 nodes are not affected at the
+ * defaults (runHeartbeatTimeoutMs).
+ */
+export const MAX_JOB_HEARTBEATS_PER_SECOND = 300;
+
 /** Split participants (in group-rank order) into consecutive groups of at most `groupSize`. */
 export function partition<T>(items: readonly T[], groupSize: number): T[][] {
   const size = Math.max(1, Math.floor(groupSize));
@@ -35,15 +45,27 @@ export function tiersOf<T>(groups: readonly T[], groupSize: number): T[][] | nul
 
 /**
  * How often a node heartbeats its running activity. A third of the heartbeat timeout (so two
- * heartbeats may be late before a node is declared lost), slowed further when a full group
- * would exceed MAX_HEARTBEATS_PER_SECOND, but never past half the timeout. Loss detection is
- * unaffected (it is the timeout since the last heartbeat); stopping old workers after a failure
- * does not wait for a heartbeat either, because the next round's `prepare` stops them.
+ * heartbeats may be late before a node is declared lost), slowed further when a full group would
+ * exceed MAX_HEARTBEATS_PER_SECOND or the round's `participants` MAX_JOB_HEARTBEATS_PER_SECOND,
+ * but never past half the timeout. Loss detection is unaffected (it is the timeout since the last
+ * heartbeat); stopping old workers after a failure does not wait for a heartbeat either, because
+ * the next round's `prepare` stops them.
  */
-export function heartbeatIntervalMs(heartbeatTimeoutMs: number, groupSize: number): number {
+export function heartbeatIntervalMs(heartbeatTimeoutMs: number, groupSize: number, participants = groupSize): number {
   const third = heartbeatTimeoutMs / 3;
-  const forRate = (groupSize / MAX_HEARTBEATS_PER_SECOND) * 1000;
-  return Math.round(Math.min(heartbeatTimeoutMs / 2, Math.max(third, forRate)));
+  const forGroup = (groupSize / MAX_HEARTBEATS_PER_SECOND) * 1000;
+  const forJob = (participants / MAX_JOB_HEARTBEATS_PER_SECOND) * 1000;
+  return Math.round(Math.min(heartbeatTimeoutMs / 2, Math.max(third, forGroup, forJob)));
+}
+
+/**
+ * The heartbeat timeout of a round's `runWorkers`: heartbeat_timeout, or longer when the round's
+ * nodes heartbeating a third of it would exceed MAX_JOB_HEARTBEATS_PER_SECOND (3 × participants
+ * / 300 s: 20.5 s at 2,048 nodes, 10.2 s at 1,024). A node whose agent dies is given away at once
+ * by the peer that watches it (src/job/peer-watch.ts); this bound is for a frozen one.
+ */
+export function runHeartbeatTimeoutMs(heartbeatTimeoutMs: number, participants: number): number {
+  return Math.max(heartbeatTimeoutMs, Math.round((3 * participants * 1000) / MAX_JOB_HEARTBEATS_PER_SECOND));
 }
 
 /** Lobbies of a job: enough that each receives the joins of about one group. */
@@ -105,6 +127,32 @@ export function newcomerPrepareTimeoutMs(prepareTimeoutMs: number, newcomers: nu
 export function memberPrepareTimeoutMs(prepareTimeoutMs: number, participants: number, groupSize: number): number {
   const beyondFirstGroup = Math.max(0, participants - Math.max(1, groupSize));
   return Math.max(prepareTimeoutMs, Math.min(60_000, prepareTimeoutMs + 20 * beyondFirstGroup));
+}
+
+/**
+ * The slack a round of several groups gives a busy server, beyond the members' prepare bound:
+ * - `runStartTimeoutMs`: how long a member may take to pick up `runWorkers`, as long as
+ *   newcomers may take for `prepare` (newcomerPrepareTimeoutMs of all participants). Each answered
+ *   `prepare` moments before, so it is alive; at 2,048 nodes on 2 cores whole groups' `runWorkers`
+ *   were dispatched more than 45 s late, and the round formed again for nothing. A member that
+ *   died in between is given away at once by the peer that watches it (src/job/peer-watch.ts).
+ * - `prepareHeartbeatTimeoutMs`: how long `prepare` may go without a heartbeat, at least the
+ *   members' prepare bound: a group's 64 answers contend for one execution, and at 2,048 nodes
+ *   answers recorded 10 s after their start dropped live nodes.
+ * - `runHeartbeatTimeoutMs`: the heartbeat timeout of `runWorkers` (runHeartbeatTimeoutMs).
+ * Null for a round of one group: small jobs keep prepare_timeout and heartbeat_timeout.
+ */
+export function largeRoundSlack(
+  rdzv: { prepareTimeoutMs: number; heartbeatTimeoutMs: number; groupSize: number },
+  participants: number,
+): { runStartTimeoutMs: number; prepareHeartbeatTimeoutMs: number; runHeartbeatTimeoutMs: number } | null {
+  if (participants <= rdzv.groupSize) return null;
+  const members = memberPrepareTimeoutMs(rdzv.prepareTimeoutMs, participants, rdzv.groupSize);
+  return {
+    runStartTimeoutMs: Math.max(members, newcomerPrepareTimeoutMs(rdzv.prepareTimeoutMs, participants)),
+    prepareHeartbeatTimeoutMs: Math.max(rdzv.heartbeatTimeoutMs, members),
+    runHeartbeatTimeoutMs: runHeartbeatTimeoutMs(rdzv.heartbeatTimeoutMs, participants),
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { agentPollMs, idleAskMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
+import { agentPollMs, idleAskMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, largeRoundSlack, memberPrepareTimeoutMs, runHeartbeatTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
 
 describe('partition', () => {
   it('splits in order into groups of at most groupSize, the last one smaller', () => {
@@ -35,10 +35,37 @@ describe('heartbeatIntervalMs', () => {
     expect(heartbeatIntervalMs(2_000, 500)).toBe(1000);
   });
 
-  it('at the defaults, 2,048 nodes: about 19 heartbeats/s per group, about 600/s in all', () => {
-    const perNode = 1000 / heartbeatIntervalMs(10_000, 64);
+  it('at the defaults, 1,000 nodes: about 19 heartbeats/s per group, 300/s in all', () => {
+    const perNode = 1000 / heartbeatIntervalMs(10_000, 64, 1000);
     expect(64 * perNode).toBeCloseTo(19.2, 0);
     expect(Math.round(3600 * perNode)).toBe(1080); // heartbeats per node-hour (3,600 at 1 s before)
+  });
+
+  it('slows down so that the whole round stays under 300 heartbeats per second, up to half the timeout', () => {
+    expect(heartbeatIntervalMs(10_000, 64, 1000)).toBe(3333);
+    expect(heartbeatIntervalMs(10_000, 64, 1200)).toBe(4000);
+    expect(heartbeatIntervalMs(10_000, 64, 2048)).toBe(5000);
+    expect(heartbeatIntervalMs(30_000, 64, 3000)).toBe(10_000);
+    for (const n of [64, 1000, 1200, 1500]) expect((n * 1000) / heartbeatIntervalMs(10_000, 64, n)).toBeLessThanOrEqual(300.5);
+  });
+});
+
+describe('runHeartbeatTimeoutMs', () => {
+  it('is heartbeat_timeout until a round heartbeating a third of it would exceed 300 heartbeats per second', () => {
+    expect(runHeartbeatTimeoutMs(10_000, 64)).toBe(10_000);
+    expect(runHeartbeatTimeoutMs(10_000, 1_000)).toBe(10_000);
+    expect(runHeartbeatTimeoutMs(10_000, 1_024)).toBe(10_240);
+    expect(runHeartbeatTimeoutMs(10_000, 2_048)).toBe(20_480);
+    expect(runHeartbeatTimeoutMs(60_000, 2_048)).toBe(60_000);
+  });
+
+  it('with the interval it gives, a round of any size sends at most 300 heartbeats per second, three per timeout', () => {
+    for (const n of [64, 1_024, 2_048, 10_000]) {
+      const timeout = runHeartbeatTimeoutMs(10_000, n);
+      const every = heartbeatIntervalMs(timeout, 64, n);
+      expect((n * 1000) / every).toBeLessThanOrEqual(300.5);
+      expect(timeout / every).toBeGreaterThanOrEqual(2.99);
+    }
   });
 });
 
@@ -100,6 +127,26 @@ describe('memberPrepareTimeoutMs', () => {
     expect(memberPrepareTimeoutMs(5_000, 10_000, 64)).toBe(60_000);
     expect(memberPrepareTimeoutMs(90_000, 10_000, 64)).toBe(90_000);
     expect(memberPrepareTimeoutMs(100, 12, 3)).toBe(280);
+  });
+});
+
+describe('largeRoundSlack', () => {
+  const rdzv = { prepareTimeoutMs: 5_000, heartbeatTimeoutMs: 10_000, groupSize: 64 };
+
+  it('gives a round of one group nothing: small jobs keep prepare_timeout and heartbeat_timeout', () => {
+    expect(largeRoundSlack(rdzv, 2)).toBeNull();
+    expect(largeRoundSlack(rdzv, 64)).toBeNull();
+  });
+
+  it('lets members of a large round pick up runWorkers as late as newcomers pick up prepare, and prepare go without a heartbeat for the members\' prepare bound', () => {
+    expect(largeRoundSlack(rdzv, 65)).toEqual({ runStartTimeoutMs: 8_250, prepareHeartbeatTimeoutMs: 10_000, runHeartbeatTimeoutMs: 10_000 });
+    expect(largeRoundSlack(rdzv, 1_024)).toEqual({ runStartTimeoutMs: 56_200, prepareHeartbeatTimeoutMs: 24_200, runHeartbeatTimeoutMs: 10_240 });
+    expect(largeRoundSlack(rdzv, 2_048)).toEqual({ runStartTimeoutMs: 107_400, prepareHeartbeatTimeoutMs: 44_680, runHeartbeatTimeoutMs: 20_480 });
+    expect(largeRoundSlack(rdzv, 10_000)).toEqual({ runStartTimeoutMs: 120_000, prepareHeartbeatTimeoutMs: 60_000, runHeartbeatTimeoutMs: 100_000 });
+  });
+
+  it('never shortens what the job set', () => {
+    expect(largeRoundSlack({ prepareTimeoutMs: 200_000, heartbeatTimeoutMs: 300_000, groupSize: 64 }, 2_048)).toEqual({ runStartTimeoutMs: 200_000, prepareHeartbeatTimeoutMs: 300_000, runHeartbeatTimeoutMs: 300_000 });
   });
 });
 
