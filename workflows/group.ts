@@ -21,12 +21,10 @@ export interface GroupTiming {
   newcomerPrepareTimeoutMs?: number;
   /**
    * Rounds of several groups (src/job/groups.ts, largeRoundSlack): how long a member may take to
-   * pick up `runWorkers`, and how long `prepare` may go without a heartbeat. Absent: the prepare
-   * bound and heartbeat_timeout, as in inputs of older runs.
+   * pick up `runWorkers`, and its heartbeat timeout. Absent (inputs of older runs): the prepare
+   * bound and heartbeatTimeoutMs.
    */
   runStartTimeoutMs?: number;
-  prepareHeartbeatTimeoutMs?: number;
-  /** The heartbeat timeout of `runWorkers` in a large round (runHeartbeatTimeoutMs); absent: heartbeatTimeoutMs. */
   runHeartbeatTimeoutMs?: number;
 }
 
@@ -54,7 +52,7 @@ function onNode(t: GroupTiming, nodeId: string, summary: string, long: boolean):
     // prepare stops the last round's workers: SIGTERM, SIGKILL after the shutdown timeout, and
     // as long again (at least 5 s) for them to die before they are reported stuck.
     startToCloseTimeout: long ? '3650 days' : 2 * t.shutdownTimeoutMs + 65_000,
-    heartbeatTimeout: long ? t.heartbeatTimeoutMs : (t.prepareHeartbeatTimeoutMs ?? t.heartbeatTimeoutMs),
+    heartbeatTimeout: t.heartbeatTimeoutMs,
     retry: { maximumAttempts: 1 },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
     summary,
@@ -84,6 +82,8 @@ export interface PrepareGroupInput {
   checkpointDir?: string;
   /** Of `nodeIds`, the nodes new to the job: their prepare bound is timing.newcomerPrepareTimeoutMs. */
   newcomers?: string[];
+  /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
+  startAfterMs?: number;
 }
 
 /** The message of a node activity's failure of `type` (NOT_ALLOWED, WORKERS_STUCK), else null. */
@@ -106,6 +106,7 @@ function validPort(p: unknown): p is number {
 
 /** `prepare` on every node of the group as a child workflow. */
 export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
+  if (input.startAfterMs) await wf.sleep(input.startAfterMs, { summary: 'stagger: the round\'s groups schedule their prepares 100 ms apart' });
   return prepareNodes(input);
 }
 
@@ -113,12 +114,10 @@ export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAns
 export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
   const { jobId, round, launch, checkpointDir } = input;
   const newcomers = new Set(input.newcomers ?? []);
-  // The heartbeat bound is prepare's own in a large round (for classify's message too).
-  const memberTiming = { ...input.timing, heartbeatTimeoutMs: input.timing.prepareHeartbeatTimeoutMs ?? input.timing.heartbeatTimeoutMs };
-  const newcomerTiming = { ...memberTiming, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
+  const newcomerTiming = { ...input.timing, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
   return Promise.all(
     input.nodeIds.map((nodeId) => {
-      const timing = newcomers.has(nodeId) ? newcomerTiming : memberTiming;
+      const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
       return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
         .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
@@ -142,6 +141,8 @@ export interface RunGroupInput {
   round: number;
   assignments: RoundAssignment[];
   timing: GroupTiming;
+  /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
+  startAfterMs?: number;
 }
 
 /**
@@ -151,6 +152,7 @@ export interface RunGroupInput {
  */
 export async function runGroup(input: RunGroupInput): Promise<NodeOutcome[]> {
   const parent = wf.workflowInfo().parent;
+  if (input.startAfterMs) await wf.sleep(input.startAfterMs, { summary: 'stagger: the round\'s groups schedule their runWorkers 100 ms apart' });
   return runNodes(input, async (nodeIds) => {
     if (!parent) return;
     await wf.getExternalWorkflowHandle(parent.workflowId).signal(groupFinishedSignal, { round: input.round, nodeIds }).catch(() => undefined);

@@ -7,7 +7,7 @@
  */
 import * as wf from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { groupWorkflowId, largeRoundSlack, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
+import { groupStartDelayMs, groupWorkflowId, largeRoundSlack, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
@@ -35,8 +35,8 @@ function timing(s: JobState): GroupTiming {
  * The timing of a round of `participants` nodes, `newcomers` of them new to the job: known members
  * pick up `prepare` and `runWorkers` within memberPrepareTimeoutMs (runs that reached this code
  * with it: a round's commands stay as they were recorded), newcomers pick up `prepare` within the
- * longer of that and newcomerPrepareTimeoutMs; a round of several groups gives `runWorkers`'
- * pick-up and `prepare`'s heartbeats more (largeRoundSlack, in runs that reached it).
+ * longer of that and newcomerPrepareTimeoutMs; a round of several groups gives `runWorkers` a
+ * longer pick-up bound and heartbeat timeout (largeRoundSlack, in runs that reached it).
  */
 function roundTiming(s: JobState, participants: number, newcomers = 0): GroupTiming {
   const t = timing(s);
@@ -53,6 +53,15 @@ function roundTiming(s: JobState, participants: number, newcomers = 0): GroupTim
 function tiered<T>(s: JobState, groups: T[]): T[][] | null {
   const tiers = tiersOf(groups, s.spec.rdzv.groupSize);
   return tiers !== null && wf.patched('round-tiers') ? tiers : null;
+}
+
+/**
+ * When group `i` of a round of `groups` schedules its node activities (src/job/groups.ts
+ * groupStartDelayMs), in runs that reached this code; group 0 and rounds of one group at once.
+ */
+function stagger(i: number, groups: number): { startAfterMs?: number } {
+  const ms = groups > 1 ? groupStartDelayMs(i, groups) : 0;
+  return ms > 0 && wf.patched('stagger-groups') ? { startAfterMs: ms } : {};
 }
 
 /** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
@@ -76,14 +85,14 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
   const { round, spec } = s;
   const groups = partition(plan.participants.map((p) => p.nodeId), spec.rdzv.groupSize);
   const t = roundTiming(s, plan.participants.length, newcomers.size);
-  const input = (nodeIds: string[]) => {
+  const input = (nodeIds: string[], i: number) => {
     const fresh = nodeIds.filter((id) => newcomers.has(id));
-    return { jobId: spec.jobId, round, nodeIds, timing: t, ...(fresh.length ? { newcomers: fresh } : {}), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}) };
+    return { jobId: spec.jobId, round, nodeIds, timing: t, ...(fresh.length ? { newcomers: fresh } : {}), ...launchOf(s), ...(spec.checkpointDir ? { checkpointDir: spec.checkpointDir } : {}), ...stagger(i, groups.length) };
   };
   const answers = await prepareAll(s, groups.map((nodeIds, i): TierGroup<PrepareGroupInput> => ({
     workflowId: groupWorkflowId(spec.jobId, round, 'prepare', i),
     summary: `round ${round}: prepare ${nodeIds.length} node(s): ${nodeIds[0]}…`,
-    input: input(nodeIds),
+    input: input(nodeIds, i),
   })));
   const refused = answers.find((a) => !a.ok && a.refused);
   if (refused && !refused.ok) return { refused: refused.why };
@@ -206,7 +215,7 @@ function runUnits(s: JobState, round: number, groups: RoundAssignment[][], t: Gr
   const children = groups.map((group, i): TierGroup<RunGroupInput> => ({
     workflowId: groupWorkflowId(s.spec.jobId, round, 'run', i),
     summary: `round ${round}: run group ranks ${group[0].groupRank}-${group[group.length - 1].groupRank} (${group.length} node(s))`,
-    input: { round, assignments: group, timing: t },
+    input: { round, assignments: group, timing: t, ...stagger(i, groups.length) },
   }));
   const tiers = tiered(s, children);
   if (tiers === null) return children.map((c) => ({ nodes: c.input.assignments, run: () => wf.executeChild(runGroup, { ...childOptions(c.workflowId, c.summary), args: [c.input] }) }));

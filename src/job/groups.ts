@@ -136,23 +136,31 @@ export function memberPrepareTimeoutMs(prepareTimeoutMs: number, participants: n
  *   `prepare` moments before, so it is alive; at 2,048 nodes on 2 cores whole groups' `runWorkers`
  *   were dispatched more than 45 s late, and the round formed again for nothing. A member that
  *   died in between is given away at once by the peer that watches it (src/job/peer-watch.ts).
- * - `prepareHeartbeatTimeoutMs`: how long `prepare` may go without a heartbeat, at least the
- *   members' prepare bound: a group's 64 answers contend for one execution, and at 2,048 nodes
- *   answers recorded 10 s after their start dropped live nodes.
  * - `runHeartbeatTimeoutMs`: the heartbeat timeout of `runWorkers` (runHeartbeatTimeoutMs).
  * Null for a round of one group: small jobs keep prepare_timeout and heartbeat_timeout.
  */
 export function largeRoundSlack(
   rdzv: { prepareTimeoutMs: number; heartbeatTimeoutMs: number; groupSize: number },
   participants: number,
-): { runStartTimeoutMs: number; prepareHeartbeatTimeoutMs: number; runHeartbeatTimeoutMs: number } | null {
+): { runStartTimeoutMs: number; runHeartbeatTimeoutMs: number } | null {
   if (participants <= rdzv.groupSize) return null;
   const members = memberPrepareTimeoutMs(rdzv.prepareTimeoutMs, participants, rdzv.groupSize);
   return {
     runStartTimeoutMs: Math.max(members, newcomerPrepareTimeoutMs(rdzv.prepareTimeoutMs, participants)),
-    prepareHeartbeatTimeoutMs: Math.max(rdzv.heartbeatTimeoutMs, members),
     runHeartbeatTimeoutMs: runHeartbeatTimeoutMs(rdzv.heartbeatTimeoutMs, participants),
   };
+}
+
+/**
+ * How long group `index` of a round of `groups` groups waits before it schedules its node
+ * activities: 100 ms apart, all within 5 s. A round's activities all at once queue their starts
+ * on the server; a start it records more than a second late, after matching gave up on it, is
+ * delivered to no one, and the node is dropped as lost though alive (Temporal's sync match,
+ * recordTaskStartedSyncMatchTimeout). At 2,048 nodes on 2 cores 1 to 5 of a round's starts were
+ * lost that way, all among the first matched, and each cost the round.
+ */
+export function groupStartDelayMs(index: number, groups: number): number {
+  return Math.round(index * Math.min(100, 5000 / Math.max(1, groups)));
 }
 
 /**

@@ -61,12 +61,18 @@ async function pendingActivities(client: Client, job: string, round: number, gro
   return { job: await pending(job), groups: await Promise.all(ids.map(pending)) };
 }
 
-/** The schedule-to-start and heartbeat timeouts of the first node activity an execution scheduled, in ms. */
-async function firstActivityTimeouts(client: Client, id: string): Promise<{ scheduleToStartMs: number; heartbeatMs: number }> {
+/**
+ * The schedule-to-start and heartbeat timeouts of the first node activity an execution scheduled,
+ * and the timer it waited on before it (0: none), in ms.
+ */
+async function firstActivityTimeouts(client: Client, id: string): Promise<{ scheduleToStartMs: number; heartbeatMs: number; waitedMs: number }> {
   const { events } = await client.workflow.getHandle(id).fetchHistory();
-  const a = (events ?? []).find((e) => e.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
+  const all = events ?? [];
+  const at = all.findIndex((e) => e.activityTaskScheduledEventAttributes);
+  const a = all[at]?.activityTaskScheduledEventAttributes;
+  const timer = all.slice(0, at).find((e) => e.timerStartedEventAttributes)?.timerStartedEventAttributes;
   const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
-  return { scheduleToStartMs: ms(a?.scheduleToStartTimeout), heartbeatMs: ms(a?.heartbeatTimeout) };
+  return { scheduleToStartMs: ms(a?.scheduleToStartTimeout), heartbeatMs: ms(a?.heartbeatTimeout), waitedMs: ms(timer?.startToFireTimeout) };
 }
 
 test('a 12-node job in groups of 3, in 2 tiers, forms, loses a node to kill -9, re-forms and finishes inside lowered per-execution limits', async () => {
@@ -95,12 +101,13 @@ test('a 12-node job in groups of 3, in 2 tiers, forms, loses a node to kill -9, 
   expect(await pendingChildren(client, tierWorkflowId(job, first.round, 'run', 0))).toEqual(['runGroup', 'runGroup', 'runGroup']);
   expect(await pendingChildren(client, tierWorkflowId(job, first.round, 'run', 1))).toEqual(['runGroup']);
   // A round of several groups gives a busy server slack: members pick up runWorkers as late as
-  // newcomers pick up prepare (3.6 s here, not the members' 3.18 s), and prepare may go without a
-  // heartbeat for the members' prepare bound (3.18 s, not heartbeat_timeout's 3 s).
+  // newcomers pick up prepare (3.6 s here, not the members' 3.18 s).
   const slack = largeRoundSlack({ prepareTimeoutMs: 3_000, heartbeatTimeoutMs: 3_000, groupSize: GROUP }, NODES)!;
-  expect(slack).toEqual({ runStartTimeoutMs: 3_600, prepareHeartbeatTimeoutMs: 3_180, runHeartbeatTimeoutMs: 3_000 });
-  expect(await firstActivityTimeouts(client, groupWorkflowId(job, first.round, 'run', 0))).toEqual({ scheduleToStartMs: 3_600, heartbeatMs: 3_000 });
-  expect((await firstActivityTimeouts(client, groupWorkflowId(job, first.round, 'prepare', 0))).heartbeatMs).toBe(3_180);
+  expect(slack).toEqual({ runStartTimeoutMs: 3_600, runHeartbeatTimeoutMs: 3_000 });
+  expect(await firstActivityTimeouts(client, groupWorkflowId(job, first.round, 'run', 0))).toEqual({ scheduleToStartMs: 3_600, heartbeatMs: 3_000, waitedMs: 0 });
+  // Its 4 groups schedule their activities 100 ms apart (groupStartDelayMs), in both phases.
+  expect((await firstActivityTimeouts(client, groupWorkflowId(job, first.round, 'run', 3))).waitedMs).toBe(300);
+  expect((await firstActivityTimeouts(client, groupWorkflowId(job, first.round, 'prepare', 2))).waitedMs).toBe(200);
 
   const victim = agents[5];
   victim.proc.kill('SIGKILL');

@@ -1,4 +1,4 @@
-import { agentPollMs, idleAskMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, largeRoundSlack, memberPrepareTimeoutMs, runHeartbeatTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
+import { agentPollMs, groupStartDelayMs, idleAskMs, heartbeatIntervalMs, lobbyCount, lobbyIndex, largeRoundSlack, memberPrepareTimeoutMs, runHeartbeatTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf, groupWorkflowId } from '../../src/job/groups';
 
 describe('partition', () => {
   it('splits in order into groups of at most groupSize, the last one smaller', () => {
@@ -138,15 +138,24 @@ describe('largeRoundSlack', () => {
     expect(largeRoundSlack(rdzv, 64)).toBeNull();
   });
 
-  it('lets members of a large round pick up runWorkers as late as newcomers pick up prepare, and prepare go without a heartbeat for the members\' prepare bound', () => {
-    expect(largeRoundSlack(rdzv, 65)).toEqual({ runStartTimeoutMs: 8_250, prepareHeartbeatTimeoutMs: 10_000, runHeartbeatTimeoutMs: 10_000 });
-    expect(largeRoundSlack(rdzv, 1_024)).toEqual({ runStartTimeoutMs: 56_200, prepareHeartbeatTimeoutMs: 24_200, runHeartbeatTimeoutMs: 10_240 });
-    expect(largeRoundSlack(rdzv, 2_048)).toEqual({ runStartTimeoutMs: 107_400, prepareHeartbeatTimeoutMs: 44_680, runHeartbeatTimeoutMs: 20_480 });
-    expect(largeRoundSlack(rdzv, 10_000)).toEqual({ runStartTimeoutMs: 120_000, prepareHeartbeatTimeoutMs: 60_000, runHeartbeatTimeoutMs: 100_000 });
+  it('lets members of a large round pick up runWorkers as late as newcomers pick up prepare, with the round\'s heartbeat timeout', () => {
+    expect(largeRoundSlack(rdzv, 65)).toEqual({ runStartTimeoutMs: 8_250, runHeartbeatTimeoutMs: 10_000 });
+    expect(largeRoundSlack(rdzv, 1_024)).toEqual({ runStartTimeoutMs: 56_200, runHeartbeatTimeoutMs: 10_240 });
+    expect(largeRoundSlack(rdzv, 2_048)).toEqual({ runStartTimeoutMs: 107_400, runHeartbeatTimeoutMs: 20_480 });
+    expect(largeRoundSlack(rdzv, 10_000)).toEqual({ runStartTimeoutMs: 120_000, runHeartbeatTimeoutMs: 100_000 });
   });
 
   it('never shortens what the job set', () => {
-    expect(largeRoundSlack({ prepareTimeoutMs: 200_000, heartbeatTimeoutMs: 300_000, groupSize: 64 }, 2_048)).toEqual({ runStartTimeoutMs: 200_000, prepareHeartbeatTimeoutMs: 300_000, runHeartbeatTimeoutMs: 300_000 });
+    expect(largeRoundSlack({ prepareTimeoutMs: 200_000, heartbeatTimeoutMs: 300_000, groupSize: 64 }, 2_048)).toEqual({ runStartTimeoutMs: 200_000, runHeartbeatTimeoutMs: 300_000 });
+  });
+});
+
+describe('groupStartDelayMs', () => {
+  it('staggers a round\'s groups 100 ms apart, all within 5 s', () => {
+    expect([0, 1, 2, 31].map((i) => groupStartDelayMs(i, 32))).toEqual([0, 100, 200, 3_100]);
+    expect(groupStartDelayMs(0, 1)).toBe(0);
+    expect(groupStartDelayMs(156, 157)).toBeLessThanOrEqual(5_000);
+    expect(groupStartDelayMs(156, 157)).toBeGreaterThan(4_900);
   });
 });
 
