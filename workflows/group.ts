@@ -84,6 +84,27 @@ export interface PrepareGroupInput {
   newcomers?: string[];
   /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
   startAfterMs?: number;
+  /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH); absent: all at once. */
+  batch?: StartBatch;
+}
+
+export interface StartBatch {
+  size: number;
+  everyMs: number;
+}
+
+/**
+ * Calls `start` on each item, `batch.size` at a time `batch.everyMs` apart, until `stop()`; all
+ * at once without a batch.
+ */
+async function inBatches<T>(items: readonly T[], batch: StartBatch | undefined, start: (item: T) => void, stop: () => boolean = () => false): Promise<void> {
+  for (let i = 0; i < items.length; i++) {
+    if (batch && i > 0 && i % batch.size === 0) {
+      await wf.sleep(batch.everyMs, { summary: `stagger: the next ${batch.size} activities of the group` });
+      if (stop()) return;
+    }
+    start(items[i]);
+  }
 }
 
 /** The message of a node activity's failure of `type` (NOT_ALLOWED, WORKERS_STUCK), else null. */
@@ -115,10 +136,10 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
   const { jobId, round, launch, checkpointDir } = input;
   const newcomers = new Set(input.newcomers ?? []);
   const newcomerTiming = { ...input.timing, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
-  return Promise.all(
-    input.nodeIds.map((nodeId) => {
+  const answers: Promise<PrepareAnswer>[] = [];
+  await inBatches(input.nodeIds, input.batch, (nodeId) => {
       const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
-      return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
+      answers.push(onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
         .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
@@ -132,9 +153,9 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },
-        );
-    }),
-  );
+        ));
+  });
+  return Promise.all(answers);
 }
 
 export interface RunGroupInput {
@@ -143,6 +164,8 @@ export interface RunGroupInput {
   timing: GroupTiming;
   /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
   startAfterMs?: number;
+  /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH); absent: all at once. */
+  batch?: StartBatch;
 }
 
 /**
@@ -171,7 +194,8 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
   const timing = { ...t, prepareTimeoutMs: t.runStartTimeoutMs ?? t.prepareTimeoutMs, heartbeatTimeoutMs: t.runHeartbeatTimeoutMs ?? t.heartbeatTimeoutMs };
   const outcomes = new Map<string, NodeOutcome>();
   const scope = new wf.CancellationScope({ cancellable: true });
-  for (const a of assignments) {
+  const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
+  await inBatches(assignments, input.batch, (a) => {
     const ranks = `${a.rankOffset}-${a.rankOffset + a.localWorldSize - 1}`;
     const summary = `round ${round}: run ranks ${ranks} on ${a.nodeId} (group rank ${a.groupRank}/${a.groupWorldSize})`;
     const act = onNode(timing, a.nodeId, summary, true);
@@ -196,8 +220,7 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
           outcomes.set(a.nodeId, stuck !== null ? { nodeId: a.nodeId, kind: 'stuck', message: stuck } : { nodeId: a.nodeId, ...classify(e, timing) });
         },
       );
-  }
-  const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
+  }, bad);
   const done = () => outcomes.size === assignments.length || bad();
   await wf.condition(() => done() || outcomes.size > 0);
   if (!done()) await onFirstFinished([...outcomes.keys()]);

@@ -7,11 +7,11 @@
  */
 import * as wf from '@temporalio/workflow';
 import * as d from '../src/job/decide';
-import { groupStartDelayMs, groupWorkflowId, largeRoundSlack, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
+import { START_BATCH, groupStartDelayMs, groupWorkflowId, largeRoundSlack, memberPrepareTimeoutMs, newcomerPrepareTimeoutMs, partition, tierWorkflowId, tiersOf } from '../src/job/groups';
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
-import { prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput } from './group';
+import { prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput, type StartBatch } from './group';
 import { childOptions, prepareTier, runTier, type TierGroup } from './tier';
 import type { JobRun } from './job-run';
 import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
@@ -56,12 +56,14 @@ function tiered<T>(s: JobState, groups: T[]): T[][] | null {
 }
 
 /**
- * When group `i` of a round of `groups` schedules its node activities (src/job/groups.ts
- * groupStartDelayMs), in runs that reached this code; group 0 and rounds of one group at once.
+ * When group `i` of a round of `groups` schedules its node activities, and how many at a time
+ * (src/job/groups.ts groupStartDelayMs, START_BATCH), in runs that reached this code; a round of
+ * one group schedules them all at once.
  */
-function stagger(i: number, groups: number): { startAfterMs?: number } {
-  const ms = groups > 1 ? groupStartDelayMs(i, groups) : 0;
-  return ms > 0 && wf.patched('stagger-groups') ? { startAfterMs: ms } : {};
+function stagger(i: number, groups: number): { startAfterMs?: number; batch?: StartBatch } {
+  if (groups <= 1 || !wf.patched('stagger-groups')) return {};
+  const ms = groupStartDelayMs(i, groups);
+  return { ...(ms > 0 ? { startAfterMs: ms } : {}), batch: { ...START_BATCH } };
 }
 
 /** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
@@ -105,13 +107,14 @@ export async function prepareRound(run: JobRun): Promise<PreparedRound | null | 
     return null;
   }
   let { members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId), unanswered });
-  // Newcomers that did not answer are dropped (and nudged) and the round goes on without them:
-  // none of its workers started, and forming it again for them cost a 2,048-node job a round of
-  // minutes each time one of its 4,096 node activities came late (runs that reached this code).
-  const missingNewcomers = unanswered.length > 0 && unanswered.every((u) => newcomers.has(u.nodeId) && !u.stuck);
-  if (missingNewcomers && wf.patched('round-without-missing-newcomers')) {
-    const missing = new Set(unanswered.map((u) => u.nodeId));
-    ({ members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId).filter((id) => !missing.has(id)), unanswered: [] }));
+  // Nodes that did not answer are dropped (and nudged; a member's loss is settled as a failure
+  // below, as after a re-formation) and the round goes on without them: none of its workers
+  // started, and forming it again for them cost a 2,048-node job a round each time one of its
+  // node activities came late (runs that reached this code). Stuck workers still re-form.
+  const missing = unanswered.length > 0 && unanswered.every((u) => !u.stuck);
+  if (missing && wf.patched('round-without-unanswered')) {
+    const gone = new Set(unanswered.map((u) => u.nodeId));
+    ({ members } = run.apply({ type: 'prepared', participants: plan.participants.map((p) => p.nodeId).filter((id) => !gone.has(id)), unanswered: [] }));
   } else if (unanswered.length > 0) return null;
   // Every participant may have been drained (or left) while prepare ran: form again.
   if (members.length === 0 || members.length < run.state.spec.minNodes) return null;

@@ -1,0 +1,80 @@
+/**
+ * A node that does not answer `prepare` is dropped and the round goes on without it, when the
+ * rest are enough (workflows/round.ts prepareRound): none of the round's workers started, and
+ * forming the round again cost a 2,048-node job a round each time one of its node activities came
+ * late. A member's loss still counts as a restart. Real test server; two real node Workers
+ * answer, the third node has none.
+ */
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { PrepareInput } from '../../activities/types';
+import { nodeQueue } from '../../activities/types';
+import type { RoundAssignment } from '../../src/job/assignment';
+import { jobSpecSchema, type JobSpec } from '../../src/job/spec';
+import { initialState, type JobState } from '../../src/job/state';
+import { testAddress } from '../setup/temporal';
+
+const run = `${process.pid}-${Date.now().toString(36)}`;
+const taskQueue = `missing-${run}`;
+const [a, b, c] = ['a', 'b', 'c'].map((n) => `${n}-${run}`);
+const prepared: PrepareInput[] = [];
+const ran: RoundAssignment[] = [];
+
+let connection: Connection;
+let native: NativeConnection;
+let workers: Worker[] = [];
+let running: Promise<void>[] = [];
+let job: WorkflowHandle | undefined;
+
+beforeAll(async () => {
+  native = await NativeConnection.connect({ address: testAddress() });
+  connection = await Connection.connect({ address: testAddress() });
+  const node = (nodeId: string) => ({
+    prepare: async (input: PrepareInput) => (prepared.push(input), { nodeId, port: 29_500 }),
+    runWorkers: async (assignment: RoundAssignment) => (ran.push(assignment), { state: 'succeeded' as const }),
+    nudge: async () => undefined,
+  });
+  workers = [
+    await Worker.create({ connection: native, taskQueue, workflowsPath: require.resolve('../../workflows') }),
+    ...(await Promise.all([a, b].map((n) => Worker.create({ connection: native, taskQueue: nodeQueue(n), activities: node(n) })))),
+  ];
+  running = workers.map((w) => w.run());
+});
+
+afterAll(async () => {
+  await job?.terminate('test over').catch(() => undefined);
+  for (const w of workers) w.shutdown();
+  await Promise.allSettled(running);
+  await connection?.close();
+  await native?.close();
+});
+
+/** Runs a job of a, b and c (c has no Worker) from `state` to its end; what a and b were asked to do in it. */
+async function runJob(name: string, state: (spec: JobSpec, now: number) => JobState) {
+  const spec = jobSpecSchema.parse({
+    jobId: `${name}-${run}`, minNodes: 2, maxNodes: 3, nprocPerNode: 1, maxRestarts: 3, entrypoint: { script: 'train.py', args: [] },
+    rdzv: { prepareTimeoutMs: 1_000, heartbeatTimeoutMs: 5_000, lastCallTimeoutMs: 0 },
+  });
+  job = await new Client({ connection }).workflow.start('elasticJob', { taskQueue, workflowId: spec.jobId, args: [{ spec, state: state(spec, Date.now()) }] });
+  const result = await job.result();
+  return { result, prepared: prepared.filter((p) => p.jobId === spec.jobId), ran: ran.filter((r) => r.jobId === spec.jobId) };
+}
+
+const records = (ids: string[], now: number) => ids.map((nodeId) => ({ nodeId, address: '127.0.0.1', slots: 1, joinedAt: now }));
+
+test('a round of newcomers runs on the two that answered prepare; the third is dropped as lost, and no restart is counted', async () => {
+  const { result, prepared: p, ran: r } = await runJob('newcomers', (spec, now) => ({ ...initialState(spec, now), waiting: records([a, b, c], now) }));
+  expect(result).toMatchObject({ rounds: 1, restarts: 0 });
+  expect(p.map((x) => x.round)).toEqual([1, 1]);
+  expect(r.map((x) => [x.nodeId, x.round, x.groupWorldSize]).sort()).toEqual([[a, 1, 2], [b, 1, 2]]);
+  expect(r.find((x) => x.groupRank === 0)?.nodeId).toBe(a);
+}, 60_000);
+
+test('a round of members goes on without the one that did not answer prepare, and counts its loss as one restart', async () => {
+  // As after round 1 of a, b and c: all three members, the job forming round 2.
+  const { result, prepared: p, ran: r } = await runJob('members', (spec, now) => ({ ...initialState(spec, now), round: 1, members: records([a, b, c], now) }));
+  expect(result).toMatchObject({ rounds: 2, restarts: 1 });
+  expect(result.status.lastFailure).toMatchObject({ nodeId: c, rank: null });
+  expect(p.map((x) => x.round)).toEqual([2, 2]);
+  expect(r.map((x) => [x.nodeId, x.round, x.groupWorldSize]).sort()).toEqual([[a, 2, 2], [b, 2, 2]]);
+}, 60_000);
