@@ -232,7 +232,7 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     const check = deps.healthCheck;
     if (!check) return { ok: true };
     const ctx = Context.current();
-    const beat = setInterval(() => ctx.heartbeat(), 1000);
+    const beat = setInterval(() => ctx.heartbeat({ round: input.round }), 1000);
     try {
       const env = {
         ...deps.baseEnv,
@@ -263,7 +263,8 @@ export function createNodeActivities(deps: NodeDeps): NodeActivityHandle {
     peers.roundForming(input.jobId, input.round);
     // Stopping workers that ignore SIGTERM takes the shutdown timeout, and more when they do not
     // die; a health check takes up to its own timeout.
-    const beat = setInterval(() => ctx.heartbeat(), 1_000);
+    // With details: a prepare that timed out on its heartbeat after one was recorded is not retried (workflows/group.ts unheard).
+    const beat = setInterval(() => ctx.heartbeat({ round: input.round }), 1_000);
     let health: CheckHealthResult;
     try {
       await stopAll(`round ${input.round} is forming`);

@@ -120,6 +120,21 @@ function healthFailure(err: unknown): { why: string; exitCode: number | null } |
   return { why: cause.message, exitCode: typeof exitCode === 'number' ? exitCode : null };
 }
 
+/**
+ * Whether a node activity timed out on its heartbeat without a heartbeat ever recorded: the
+ * server recorded its start, but the node never got it (a start recorded after matching gave up
+ * on it reaches no one: 1 to 5 per 2,048-node round on 2 cores), or the node died within its
+ * first heartbeat interval. Such an activity is tried once more on the same node, in runs that
+ * reached this code: a live node picks it up at once, a dead one is caught by the pick-up bound
+ * (or, running, by the peer that watches it).
+ */
+function unheard(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : null;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'HEARTBEAT' && (cause.lastHeartbeatDetails === undefined || cause.lastHeartbeatDetails === null);
+}
+
+const retryUnheard = (err: unknown, retried: boolean) => !retried && unheard(err) && wf.patched('rerun-unheard-start');
+
 /** A port an agent gave: anything else leaves its node watched by heartbeats only. */
 function validPort(p: unknown): p is number {
   return typeof p === 'number' && Number.isInteger(p) && p >= 1 && p <= 65_535;
@@ -137,13 +152,14 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
   const newcomers = new Set(input.newcomers ?? []);
   const newcomerTiming = { ...input.timing, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
   const answers: Promise<PrepareAnswer>[] = [];
-  await inBatches(input.nodeIds, input.batch, (nodeId) => {
+  const prepareOne = (nodeId: string, retried = false): Promise<PrepareAnswer> => {
       const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
-      answers.push(onNode(timing, nodeId, `round ${round}: prepare ${nodeId}`, false)
+      return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}${retried ? ' (again: its first start went unheard)' : ''}`, false)
         .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
-          (e: unknown): PrepareAnswer => {
+          (e: unknown): PrepareAnswer | Promise<PrepareAnswer> => {
+            if (retryUnheard(e, retried)) return prepareOne(nodeId, true);
             const refused = failureOf(e, NOT_ALLOWED);
             if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
             const stuck = failureOf(e, WORKERS_STUCK);
@@ -153,8 +169,9 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
             const c = classify(e, timing);
             return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
           },
-        ));
-  });
+        );
+  };
+  await inBatches(input.nodeIds, input.batch, (nodeId) => answers.push(prepareOne(nodeId)));
   return Promise.all(answers);
 }
 
@@ -195,9 +212,9 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
   const outcomes = new Map<string, NodeOutcome>();
   const scope = new wf.CancellationScope({ cancellable: true });
   const bad = () => [...outcomes.values()].some((o) => o.kind !== 'succeeded');
-  await inBatches(assignments, input.batch, (a) => {
+  const runOne = (a: RoundAssignment, retried = false): void => {
     const ranks = `${a.rankOffset}-${a.rankOffset + a.localWorldSize - 1}`;
-    const summary = `round ${round}: run ranks ${ranks} on ${a.nodeId} (group rank ${a.groupRank}/${a.groupWorldSize})`;
+    const summary = `round ${round}: run ranks ${ranks} on ${a.nodeId} (group rank ${a.groupRank}/${a.groupWorldSize})${retried ? ' (again: its first start went unheard)' : ''}`;
     const act = onNode(timing, a.nodeId, summary, true);
     scope
       .run(() => act.runWorkers(a))
@@ -216,11 +233,13 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
         },
         (e: unknown) => {
           if (outcomes.has(a.nodeId)) return; // already lost by a peer's report: that is its outcome
+          if (retryUnheard(e, retried)) return runOne(a, true);
           const stuck = failureOf(e, WORKERS_STUCK);
           outcomes.set(a.nodeId, stuck !== null ? { nodeId: a.nodeId, kind: 'stuck', message: stuck } : { nodeId: a.nodeId, ...classify(e, timing) });
         },
       );
-  }, bad);
+  };
+  await inBatches(assignments, input.batch, (a) => runOne(a), bad);
   const done = () => outcomes.size === assignments.length || bad();
   await wf.condition(() => done() || outcomes.size > 0);
   if (!done()) await onFirstFinished([...outcomes.keys()]);

@@ -1,11 +1,14 @@
 /**
- * A node that does not answer `prepare` is dropped and the round goes on without it, when the
- * rest are enough (workflows/round.ts prepareRound): none of the round's workers started, and
- * forming the round again cost a 2,048-node job a round each time one of its node activities came
- * late. A member's loss still counts as a restart. Real test server; two real node Workers
- * answer, the third node has none.
+ * Node activities whose start went unheard. A node that does not answer `prepare` is dropped and
+ * the round goes on without it, when the rest are enough (workflows/round.ts prepareRound): none
+ * of the round's workers started, and forming the round again cost a 2,048-node job a round each
+ * time one of its node activities came late; a member's loss still counts as a restart. A
+ * `runWorkers` that timed out on its heartbeat before any heartbeat is tried once more on its node
+ * (workflows/group.ts unheard): the server can record a start no one got. Real test server; two
+ * real node Workers answer, the third node has none.
  */
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { PrepareInput } from '../../activities/types';
 import { nodeQueue } from '../../activities/types';
@@ -31,12 +34,20 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: testAddress() });
   const node = (nodeId: string) => ({
     prepare: async (input: PrepareInput) => (prepared.push(input), { nodeId, port: 29_500 }),
-    runWorkers: async (assignment: RoundAssignment) => (ran.push(assignment), { state: 'succeeded' as const }),
+    runWorkers: async (assignment: RoundAssignment) => {
+      ran.push(assignment);
+      // In the 'unheard' job, b's first runWorkers never heartbeats nor ends: as a start the
+      // server recorded and no one got.
+      if (assignment.jobId.startsWith('unheard-') && nodeId === b && ran.filter((r) => r.jobId === assignment.jobId && r.nodeId === b).length === 1) {
+        await Context.current().cancelled.catch(() => undefined);
+      }
+      return { state: 'succeeded' as const };
+    },
     nudge: async () => undefined,
   });
   workers = [
     await Worker.create({ connection: native, taskQueue, workflowsPath: require.resolve('../../workflows') }),
-    ...(await Promise.all([a, b].map((n) => Worker.create({ connection: native, taskQueue: nodeQueue(n), activities: node(n) })))),
+    ...(await Promise.all([a, b].map((n) => Worker.create({ connection: native, taskQueue: nodeQueue(n), activities: node(n), shutdownGraceTime: '1s' })))),
   ];
   running = workers.map((w) => w.run());
 });
@@ -50,10 +61,10 @@ afterAll(async () => {
 });
 
 /** Runs a job of a, b and c (c has no Worker) from `state` to its end; what a and b were asked to do in it. */
-async function runJob(name: string, state: (spec: JobSpec, now: number) => JobState) {
+async function runJob(name: string, state: (spec: JobSpec, now: number) => JobState, maxNodes = 3) {
   const spec = jobSpecSchema.parse({
-    jobId: `${name}-${run}`, minNodes: 2, maxNodes: 3, nprocPerNode: 1, maxRestarts: 3, entrypoint: { script: 'train.py', args: [] },
-    rdzv: { prepareTimeoutMs: 1_000, heartbeatTimeoutMs: 5_000, lastCallTimeoutMs: 0 },
+    jobId: `${name}-${run}`, minNodes: 2, maxNodes, nprocPerNode: 1, maxRestarts: 3, entrypoint: { script: 'train.py', args: [] },
+    rdzv: { prepareTimeoutMs: 1_000, heartbeatTimeoutMs: 2_000, lastCallTimeoutMs: 0 },
   });
   job = await new Client({ connection }).workflow.start('elasticJob', { taskQueue, workflowId: spec.jobId, args: [{ spec, state: state(spec, Date.now()) }] });
   const result = await job.result();
@@ -77,4 +88,10 @@ test('a round of members goes on without the one that did not answer prepare, an
   expect(result.status.lastFailure).toMatchObject({ nodeId: c, rank: null });
   expect(p.map((x) => x.round)).toEqual([2, 2]);
   expect(r.map((x) => [x.nodeId, x.round, x.groupWorldSize]).sort()).toEqual([[a, 2, 2], [b, 2, 2]]);
+}, 60_000);
+
+test('a runWorkers that timed out before its first heartbeat is tried once more on its node, and the round goes on', async () => {
+  const { result, ran: r } = await runJob('unheard', (spec, now) => ({ ...initialState(spec, now), waiting: records([a, b], now) }), 2);
+  expect(result).toMatchObject({ rounds: 1, restarts: 0 });
+  expect(r.map((x) => [x.nodeId, x.round]).sort()).toEqual([[a, 1], [b, 1], [b, 1]]);
 }, 60_000);
