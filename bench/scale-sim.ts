@@ -274,8 +274,8 @@ async function main(): Promise<void> {
 }
 
 /**
- * A live node the job drops: frozen (no heartbeats, no answer) for the round's heartbeat timeout
- * + 2 s, as a SIGSTOP then SIGCONT would, then alive. The job nudges it as it drops it
+ * A live node the job drops: frozen (no heartbeats, no answer) after its first heartbeat of the
+ * round for the round's heartbeat timeout + 2 s, as a SIGSTOP then SIGCONT would, then alive. The job nudges it as it drops it
  * (workflows/nudge.ts); the node asks, learns it was dropped and joins again. Timed from the drop
  * (the job's status says `lost`) to the node running in a later round; the bound is 2 × that timeout.
  */
@@ -283,6 +283,10 @@ async function droppedReturns(connection: Connection, jobId: string, members: st
   const dropped = members[Math.floor(members.length / 3)];
   const owner = hosts.find((h) => h.nodeIds.includes(dropped))!;
   const pauseMs = RUN_HEARTBEAT_TIMEOUT_MS + 2000;
+  // Frozen after its first heartbeat of the round: a runWorkers that goes quiet before any is
+  // given to the node again (workflows/group.ts unheard), and a node back by then is kept.
+  const firstBeatAt = (running.get(round)?.get(dropped) ?? Date.now()) + heartbeatIntervalMs(RUN_HEARTBEAT_TIMEOUT_MS, GROUP, members.length) + 1000;
+  await new Promise((r) => setTimeout(r, Math.max(0, firstBeatAt - Date.now())));
   rejoinedAt.delete(dropped);
   post(owner, { t: 'pause', nodeId: dropped, ms: pauseMs });
   // Seen by asking the job (a busy job refuses some queries), or, if the node hears first, when it
