@@ -86,6 +86,8 @@ export interface PrepareGroupInput {
   startAfterMs?: number;
   /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH); absent: all at once. */
   batch?: StartBatch;
+  /** A round of several groups: an activity whose start went unheard is tried once more (unheard). */
+  rerunUnheard?: boolean;
 }
 
 export interface StartBatch {
@@ -133,7 +135,8 @@ function unheard(err: unknown): boolean {
   return cause instanceof TimeoutFailure && cause.timeoutType === 'HEARTBEAT' && (cause.lastHeartbeatDetails === undefined || cause.lastHeartbeatDetails === null);
 }
 
-const retryUnheard = (err: unknown, retried: boolean) => !retried && unheard(err) && wf.patched('rerun-unheard-start');
+/** Only in rounds of several groups: a round of one group is not loaded enough to lose starts, and a node frozen before its first heartbeat must cost it heartbeat_timeout alone (issue 21's frozen-node figure). */
+const retryUnheard = (rerun: boolean | undefined, err: unknown, retried: boolean) => !!rerun && !retried && unheard(err) && wf.patched('rerun-unheard-start');
 
 /** A port an agent gave: anything else leaves its node watched by heartbeats only. */
 function validPort(p: unknown): p is number {
@@ -159,7 +162,7 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
         .then(
           (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
           (e: unknown): PrepareAnswer | Promise<PrepareAnswer> => {
-            if (retryUnheard(e, retried)) return prepareOne(nodeId, true);
+            if (retryUnheard(input.rerunUnheard, e, retried)) return prepareOne(nodeId, true);
             const refused = failureOf(e, NOT_ALLOWED);
             if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
             const stuck = failureOf(e, WORKERS_STUCK);
@@ -183,6 +186,8 @@ export interface RunGroupInput {
   startAfterMs?: number;
   /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH); absent: all at once. */
   batch?: StartBatch;
+  /** A round of several groups: an activity whose start went unheard is tried once more (unheard). */
+  rerunUnheard?: boolean;
 }
 
 /**
@@ -233,7 +238,7 @@ export async function runNodes(input: RunGroupInput, onFirstFinished: (nodeIds: 
         },
         (e: unknown) => {
           if (outcomes.has(a.nodeId)) return; // already lost by a peer's report: that is its outcome
-          if (retryUnheard(e, retried)) return runOne(a, true);
+          if (retryUnheard(input.rerunUnheard, e, retried)) return runOne(a, true);
           const stuck = failureOf(e, WORKERS_STUCK);
           outcomes.set(a.nodeId, stuck !== null ? { nodeId: a.nodeId, kind: 'stuck', message: stuck } : { nodeId: a.nodeId, ...classify(e, timing) });
         },

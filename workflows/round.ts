@@ -57,13 +57,14 @@ function tiered<T>(s: JobState, groups: T[]): T[][] | null {
 
 /**
  * When group `i` of a round of `groups` schedules its node activities, and how many at a time
- * (src/job/groups.ts groupStartDelayMs, START_BATCH), in runs that reached this code; a round of
- * one group schedules them all at once.
+ * (src/job/groups.ts groupStartDelayMs, START_BATCH), and that a start that went unheard is tried
+ * again (workflows/group.ts unheard), in runs that reached this code; a round of one group
+ * schedules them all at once and tries none again.
  */
-function stagger(i: number, groups: number): { startAfterMs?: number; batch?: StartBatch } {
+function stagger(i: number, groups: number): { startAfterMs?: number; batch?: StartBatch; rerunUnheard?: boolean } {
   if (groups <= 1 || !wf.patched('stagger-groups')) return {};
   const ms = groupStartDelayMs(i, groups);
-  return { ...(ms > 0 ? { startAfterMs: ms } : {}), batch: { ...START_BATCH } };
+  return { ...(ms > 0 ? { startAfterMs: ms } : {}), batch: { ...START_BATCH }, rerunUnheard: true };
 }
 
 /** What a pool job's nodes run (absent for `telastic run` jobs, whose agents bring the command). */
