@@ -239,7 +239,7 @@ async function main(): Promise<void> {
   for (const s of s0) for (const [wf, n] of Object.entries(s.beats)) perWf.set(wf, (perWf.get(wf) ?? 0) - n);
   const rates = [...perWf].filter(([wf]) => wf.includes(`/round-${all.round}/run-`)).map(([, n]) => n / nodeWindowS);
   const total = rates.reduce((a, b) => a + b, 0);
-  const interval = OLD_HEARTBEAT ? 1000 : heartbeatIntervalMs(RUN_HEARTBEAT_TIMEOUT_MS, GROUP, N);
+  const interval = OLD_HEARTBEAT ? 1000 : heartbeatIntervalMs(RUN_HEARTBEAT_TIMEOUT_MS, GROUP);
   say(`heartbeats: counted at the nodes over ${nodeWindowS.toFixed(1)} s ${total.toFixed(1)}/s in all, per run group ${rates.map((r) => r.toFixed(1)).join(' ')}/s; at the server over ${serverWindowS.toFixed(1)} s ${((hb1.n - hb0.n) / serverWindowS).toFixed(1)}/s; per node-hour ${Math.round((total / N) * 3600)} (interval ${interval} ms${OLD_HEARTBEAT ? ', as before groups' : ''} → ${Math.round(3_600_000 / interval)} expected; 3,600 at the old 1 s)`);
   say(`server CPU while running: ${((sc.perGroup.server / 100) * 60 / N).toFixed(3)} CPU-seconds per node-minute (${sc.perGroup.server} % of one core for ${N} nodes)`);
   say(`CPU while running (% of one core): server ${sc.perGroup.server}, controller ${sc.perGroup.controller}, sim processes ${sc.perGroup.hosts}; machine ${sc.machine} %; RSS server ${mib(rssKb(server.pid) ?? 0)}, controller ${mib(rssKb(controller.pid!) ?? 0)}, sim processes ${s1.map((s) => mib(s.rssKb)).join(', ')}`);
@@ -285,7 +285,7 @@ async function droppedReturns(connection: Connection, jobId: string, members: st
   const pauseMs = RUN_HEARTBEAT_TIMEOUT_MS + 2000;
   // Frozen after its first heartbeat of the round: a runWorkers that goes quiet before any is
   // given to the node again (workflows/group.ts unheard), and a node back by then is kept.
-  const firstBeatAt = (running.get(round)?.get(dropped) ?? Date.now()) + heartbeatIntervalMs(RUN_HEARTBEAT_TIMEOUT_MS, GROUP, members.length) + 1000;
+  const firstBeatAt = (running.get(round)?.get(dropped) ?? Date.now()) + heartbeatIntervalMs(runHeartbeatTimeoutMs(HEARTBEAT_TIMEOUT_MS, members.length), GROUP) + 1000;
   await new Promise((r) => setTimeout(r, Math.max(0, firstBeatAt - Date.now())));
   rejoinedAt.delete(dropped);
   post(owner, { t: 'pause', nodeId: dropped, ms: pauseMs });

@@ -71,7 +71,7 @@ export function classify(err: unknown, t: GroupTiming): { kind: 'stopped' } | { 
   return { kind: 'lost', why: cause instanceof Error ? cause.message : String(cause) };
 }
 
-export interface PrepareGroupInput {
+export interface PrepareGroupInput extends GroupStart {
   jobId: string;
   round: number;
   nodeIds: string[];
@@ -82,17 +82,26 @@ export interface PrepareGroupInput {
   checkpointDir?: string;
   /** Of `nodeIds`, the nodes new to the job: their prepare bound is timing.newcomerPrepareTimeoutMs. */
   newcomers?: string[];
-  /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
-  startAfterMs?: number;
-  /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH); absent: all at once. */
-  batch?: StartBatch;
-  /** A round of several groups: an activity whose start went unheard is tried once more (unheard). */
-  rerunUnheard?: boolean;
 }
 
 export interface StartBatch {
   size: number;
   everyMs: number;
+}
+
+/** How a group of a round of several groups starts its node activities (workflows/round.ts stagger); absent: all at once. */
+export interface GroupStart {
+  /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
+  startAfterMs?: number;
+  /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH). */
+  batch?: StartBatch;
+  /** An activity whose start went unheard is tried once more (unheard). */
+  rerunUnheard?: boolean;
+}
+
+/** A group's turn in its round's stagger (GroupStart.startAfterMs). */
+async function waitTurn(input: GroupStart, what: string): Promise<void> {
+  if (input.startAfterMs) await wf.sleep(input.startAfterMs, { summary: `stagger: the round's groups schedule their ${what} 100 ms apart` });
 }
 
 /**
@@ -145,7 +154,7 @@ function validPort(p: unknown): p is number {
 
 /** `prepare` on every node of the group as a child workflow. */
 export async function prepareGroup(input: PrepareGroupInput): Promise<PrepareAnswer[]> {
-  if (input.startAfterMs) await wf.sleep(input.startAfterMs, { summary: 'stagger: the round\'s groups schedule their prepares 100 ms apart' });
+  await waitTurn(input, 'prepares');
   return prepareNodes(input);
 }
 
@@ -156,38 +165,32 @@ export async function prepareNodes(input: PrepareGroupInput): Promise<PrepareAns
   const newcomerTiming = { ...input.timing, prepareTimeoutMs: input.timing.newcomerPrepareTimeoutMs ?? input.timing.prepareTimeoutMs };
   const answers: Promise<PrepareAnswer>[] = [];
   const prepareOne = (nodeId: string, retried = false): Promise<PrepareAnswer> => {
-      const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
-      return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}${retried ? ' (again: its first start went unheard)' : ''}`, false)
-        .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
-        .then(
-          (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
-          (e: unknown): PrepareAnswer | Promise<PrepareAnswer> => {
-            if (retryUnheard(input.rerunUnheard, e, retried)) return prepareOne(nodeId, true);
-            const refused = failureOf(e, NOT_ALLOWED);
-            if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
-            const stuck = failureOf(e, WORKERS_STUCK);
-            if (stuck !== null) return { nodeId, ok: false, why: stuck, stuck: true };
-            const sick = healthFailure(e);
-            if (sick !== null) return { nodeId, ok: false, why: sick.why, unhealthy: { exitCode: sick.exitCode } };
-            const c = classify(e, timing);
-            return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
-          },
-        );
+    const timing = newcomers.has(nodeId) ? newcomerTiming : input.timing;
+    return onNode(timing, nodeId, `round ${round}: prepare ${nodeId}${retried ? ' (again: its first start went unheard)' : ''}`, false)
+      .prepare({ jobId, round, nodeId, ...(launch ? { launch } : {}), ...(checkpointDir ? { checkpointDir } : {}) })
+      .then(
+        (r): PrepareAnswer => ({ nodeId, ok: true, port: r.port, ...(validPort(r.watchPort) ? { watchPort: r.watchPort } : {}) }),
+        (e: unknown): PrepareAnswer | Promise<PrepareAnswer> => {
+          if (retryUnheard(input.rerunUnheard, e, retried)) return prepareOne(nodeId, true);
+          const refused = failureOf(e, NOT_ALLOWED);
+          if (refused !== null) return { nodeId, ok: false, why: refused, refused: true };
+          const stuck = failureOf(e, WORKERS_STUCK);
+          if (stuck !== null) return { nodeId, ok: false, why: stuck, stuck: true };
+          const sick = healthFailure(e);
+          if (sick !== null) return { nodeId, ok: false, why: sick.why, unhealthy: { exitCode: sick.exitCode } };
+          const c = classify(e, timing);
+          return { nodeId, ok: false, why: c.kind === 'lost' ? c.why : 'did not answer prepare' };
+        },
+      );
   };
   await inBatches(input.nodeIds, input.batch, (nodeId) => answers.push(prepareOne(nodeId)));
   return Promise.all(answers);
 }
 
-export interface RunGroupInput {
+export interface RunGroupInput extends GroupStart {
   round: number;
   assignments: RoundAssignment[];
   timing: GroupTiming;
-  /** How long the group waits before it schedules its activities (src/job/groups.ts groupStartDelayMs). */
-  startAfterMs?: number;
-  /** Schedule the activities this many at a time, this far apart (src/job/groups.ts START_BATCH); absent: all at once. */
-  batch?: StartBatch;
-  /** A round of several groups: an activity whose start went unheard is tried once more (unheard). */
-  rerunUnheard?: boolean;
 }
 
 /**
@@ -197,7 +200,7 @@ export interface RunGroupInput {
  */
 export async function runGroup(input: RunGroupInput): Promise<NodeOutcome[]> {
   const parent = wf.workflowInfo().parent;
-  if (input.startAfterMs) await wf.sleep(input.startAfterMs, { summary: 'stagger: the round\'s groups schedule their runWorkers 100 ms apart' });
+  await waitTurn(input, 'runWorkers');
   return runNodes(input, async (nodeIds) => {
     if (!parent) return;
     await wf.getExternalWorkflowHandle(parent.workflowId).signal(groupFinishedSignal, { round: input.round, nodeIds }).catch(() => undefined);

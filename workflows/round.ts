@@ -11,7 +11,7 @@ import { START_BATCH, groupStartDelayMs, groupWorkflowId, largeRoundSlack, membe
 import type { JobState, NodeOutcome, NodeRecord } from '../src/job/state';
 import type { Launch, RoundAssignment } from '../src/job/assignment';
 import { findResumePoint, pruneOld } from './checkpoint';
-import { prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput, type StartBatch } from './group';
+import { prepareNodes, runGroup, runNodes, type GroupTiming, type PrepareAnswer, type PrepareGroupInput, type RunGroupInput, type GroupStart } from './group';
 import { childOptions, prepareTier, runTier, type TierGroup } from './tier';
 import type { JobRun } from './job-run';
 import { targetChanged, untilDoneOrMove, type Adoption } from './upgrade';
@@ -61,7 +61,7 @@ function tiered<T>(s: JobState, groups: T[]): T[][] | null {
  * again (workflows/group.ts unheard), in runs that reached this code; a round of one group
  * schedules them all at once and tries none again.
  */
-function stagger(i: number, groups: number): { startAfterMs?: number; batch?: StartBatch; rerunUnheard?: boolean } {
+function stagger(i: number, groups: number): GroupStart {
   if (groups <= 1 || !wf.patched('stagger-groups')) return {};
   const ms = groupStartDelayMs(i, groups);
   return { ...(ms > 0 ? { startAfterMs: ms } : {}), batch: { ...START_BATCH }, rerunUnheard: true };

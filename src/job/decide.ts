@@ -192,7 +192,7 @@ export function assignRanks(
       masterPort: master.port,
       restartCount: state.restarts,
       maxRestarts: state.spec.maxRestarts,
-      heartbeatIntervalMs: heartbeatIntervalMs(extra.heartbeatTimeoutMs ?? state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize, participants.length),
+      heartbeatIntervalMs: heartbeatIntervalMs(extra.heartbeatTimeoutMs ?? state.spec.rdzv.heartbeatTimeoutMs, state.spec.rdzv.groupSize),
       ...(state.spec.checkpointDir ? { checkpointDir: state.spec.checkpointDir } : {}),
       ...(state.spec.progressTimeoutMs ? { progressTimeoutMs: state.spec.progressTimeoutMs } : {}),
       ...(state.spec.progressTimeoutMs && state.spec.progressStartTimeoutMs ? { progressStartTimeoutMs: state.spec.progressStartTimeoutMs } : {}),

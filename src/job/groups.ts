@@ -45,17 +45,16 @@ export function tiersOf<T>(groups: readonly T[], groupSize: number): T[][] | nul
 
 /**
  * How often a node heartbeats its running activity. A third of the heartbeat timeout (so two
- * heartbeats may be late before a node is declared lost), slowed further when a full group would
- * exceed MAX_HEARTBEATS_PER_SECOND or the round's `participants` MAX_JOB_HEARTBEATS_PER_SECOND,
- * but never past half the timeout. Loss detection is unaffected (it is the timeout since the last
- * heartbeat); stopping old workers after a failure does not wait for a heartbeat either, because
- * the next round's `prepare` stops them.
+ * heartbeats may be late before a node is declared lost), slowed further when a full group
+ * would exceed MAX_HEARTBEATS_PER_SECOND, but never past half the timeout. Loss detection is
+ * unaffected (it is the timeout since the last heartbeat); stopping old workers after a failure
+ * does not wait for a heartbeat either, because the next round's `prepare` stops them. A large
+ * round keeps to MAX_JOB_HEARTBEATS_PER_SECOND through its timeout (runHeartbeatTimeoutMs).
  */
-export function heartbeatIntervalMs(heartbeatTimeoutMs: number, groupSize: number, participants = groupSize): number {
+export function heartbeatIntervalMs(heartbeatTimeoutMs: number, groupSize: number): number {
   const third = heartbeatTimeoutMs / 3;
-  const forGroup = (groupSize / MAX_HEARTBEATS_PER_SECOND) * 1000;
-  const forJob = (participants / MAX_JOB_HEARTBEATS_PER_SECOND) * 1000;
-  return Math.round(Math.min(heartbeatTimeoutMs / 2, Math.max(third, forGroup, forJob)));
+  const forRate = (groupSize / MAX_HEARTBEATS_PER_SECOND) * 1000;
+  return Math.round(Math.min(heartbeatTimeoutMs / 2, Math.max(third, forRate)));
 }
 
 /**

@@ -35,18 +35,10 @@ describe('heartbeatIntervalMs', () => {
     expect(heartbeatIntervalMs(2_000, 500)).toBe(1000);
   });
 
-  it('at the defaults, 1,000 nodes: about 19 heartbeats/s per group, 300/s in all', () => {
-    const perNode = 1000 / heartbeatIntervalMs(10_000, 64, 1000);
+  it('at the defaults, 2,048 nodes: about 19 heartbeats/s per group', () => {
+    const perNode = 1000 / heartbeatIntervalMs(10_000, 64);
     expect(64 * perNode).toBeCloseTo(19.2, 0);
     expect(Math.round(3600 * perNode)).toBe(1080); // heartbeats per node-hour (3,600 at 1 s before)
-  });
-
-  it('slows down so that the whole round stays under 300 heartbeats per second, up to half the timeout', () => {
-    expect(heartbeatIntervalMs(10_000, 64, 1000)).toBe(3333);
-    expect(heartbeatIntervalMs(10_000, 64, 1200)).toBe(4000);
-    expect(heartbeatIntervalMs(10_000, 64, 2048)).toBe(5000);
-    expect(heartbeatIntervalMs(30_000, 64, 3000)).toBe(10_000);
-    for (const n of [64, 1000, 1200, 1500]) expect((n * 1000) / heartbeatIntervalMs(10_000, 64, n)).toBeLessThanOrEqual(300.5);
   });
 });
 
@@ -62,7 +54,7 @@ describe('runHeartbeatTimeoutMs', () => {
   it('with the interval it gives, a round of any size sends at most 300 heartbeats per second, three per timeout', () => {
     for (const n of [64, 1_024, 2_048, 10_000]) {
       const timeout = runHeartbeatTimeoutMs(10_000, n);
-      const every = heartbeatIntervalMs(timeout, 64, n);
+      const every = heartbeatIntervalMs(timeout, 64);
       expect((n * 1000) / every).toBeLessThanOrEqual(300.5);
       expect(timeout / every).toBeGreaterThanOrEqual(2.99);
     }
